@@ -1,0 +1,204 @@
+// Key generation and certificate issuing for the controller's own PKI: root CA, signing
+// (intermediate) CA and the server certificate of its listeners. ECDSA P-256 with SHA-256.
+
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { X509Certificate, createPrivateKey, randomBytes, webcrypto, type KeyObject } from 'node:crypto';
+import { ipToBytes, ipv6Groups, type ServerNames } from './hosts.js';
+import { toPem } from './pem.js';
+
+// WebCrypto is passed explicitly to every @peculiar/x509 call instead of registering it in the
+// library's process-wide cryptoProvider.
+const crypto = webcrypto;
+type CryptoKey = webcrypto.CryptoKey;
+
+const EC_KEY = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const SIGNING_ALGORITHM = { name: 'ECDSA', hash: 'SHA-256' } as const;
+
+export const ROOT_VALIDITY_YEARS = 10;
+export const SIGNING_CA_VALIDITY_YEARS = 5;
+export const SERVER_VALIDITY_YEARS = 1;
+/** notBefore is backdated by this much so peers with a slightly slow clock accept new certificates. */
+export const CLOCK_SKEW_MS = 60_000;
+
+export interface KeyPair {
+  privateKey: CryptoKey;
+  publicKey: CryptoKey;
+  /** PKCS#8 PEM of the private key. */
+  privateKeyPem: string;
+}
+
+/** The certificate and private key of a CA that signs certificates. */
+export interface Issuer {
+  cert: X509Certificate;
+  key: CryptoKey;
+}
+
+export interface IssuedCertificate {
+  cert: X509Certificate;
+  certPem: string;
+  keyPem: string;
+}
+
+export async function generateKeyPair(): Promise<KeyPair> {
+  const { privateKey, publicKey } = (await crypto.subtle.generateKey(EC_KEY, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', privateKey));
+  return { privateKey, publicKey, privateKeyPem: toPem('PRIVATE KEY', pkcs8) };
+}
+
+/** Parses a private key PEM (PKCS#8 or SEC1) and checks it is an ECDSA P-256 key. */
+export function parseEcPrivateKey(pem: string): KeyObject {
+  const key = createPrivateKey(pem);
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new Error(`expected an ECDSA P-256 private key, got ${key.asymmetricKeyType ?? 'unknown'} ${key.asymmetricKeyDetails?.namedCurve ?? ''}`.trimEnd());
+  }
+  return key;
+}
+
+/** PKCS#8 PEM of a private key. */
+export function privateKeyToPkcs8Pem(key: KeyObject): string {
+  return key.export({ type: 'pkcs8', format: 'pem' }).toString();
+}
+
+/** Imports an ECDSA P-256 private key PEM as a WebCrypto signing key (e.g. the signing CA's key). */
+export async function importSigningKey(pem: string): Promise<CryptoKey> {
+  const der = parseEcPrivateKey(pem).export({ type: 'pkcs8', format: 'der' });
+  return crypto.subtle.importKey('pkcs8', der, EC_KEY, false, ['sign']);
+}
+
+/** 16 random bytes as hex, first byte in 0x01..0x7f: a positive, minimally encoded DER INTEGER. */
+export function randomSerialNumber(): string {
+  const bytes = randomBytes(16);
+  bytes[0] = (bytes[0]! & 0x7f) || 0x01;
+  return bytes.toString('hex');
+}
+
+function addYears(date: Date, years: number): Date {
+  const d = new Date(date.getTime());
+  d.setUTCFullYear(d.getUTCFullYear() + years);
+  return d;
+}
+
+/** Whole seconds: X.509 times carry no fractions, so what is computed matches what is encoded. */
+function truncateToSecond(date: Date): Date {
+  return new Date(Math.floor(date.getTime() / 1000) * 1000);
+}
+
+function validity(now: Date, years: number, notAfterCap?: Date): { notBefore: Date; notAfter: Date } {
+  const notBefore = truncateToSecond(new Date(now.getTime() - CLOCK_SKEW_MS));
+  let notAfter = truncateToSecond(addYears(now, years));
+  if (notAfterCap && notAfter > notAfterCap) notAfter = notAfterCap;
+  return { notBefore, notAfter };
+}
+
+/** The issuer's subject exactly as encoded in its certificate, so issuer names match byte for byte. */
+function subjectNameOf(cert: X509Certificate): x509.Name {
+  return new x509.X509Certificate(cert.raw).subjectName;
+}
+
+function subjectKeyId(cert: X509Certificate): string {
+  const ext = new x509.X509Certificate(cert.raw).getExtension(x509.SubjectKeyIdentifierExtension);
+  if (!ext) throw new Error(`certificate ${cert.subject} has no subject key identifier`);
+  return ext.keyId;
+}
+
+function notAfterOf(cert: X509Certificate): Date {
+  return new x509.X509Certificate(cert.raw).notAfter;
+}
+
+function toNodeCertificate(cert: x509.X509Certificate): X509Certificate {
+  return new X509Certificate(Buffer.from(cert.rawData));
+}
+
+const CA_KEY_USAGE = x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign;
+
+/** The SPIFFE id of a trust domain (empty path), carried as URI SAN by both CA certificates. */
+export function trustDomainUri(trustDomain: string): string {
+  return `spiffe://${trustDomain}`;
+}
+
+export async function createRootCa(trustDomain: string, now: Date): Promise<IssuedCertificate> {
+  const keys = await generateKeyPair();
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: `CN=overlay root CA ${trustDomain}`,
+      issuer: `CN=overlay root CA ${trustDomain}`,
+      ...validity(now, ROOT_VALIDITY_YEARS),
+      publicKey: keys.publicKey,
+      signingKey: keys.privateKey,
+      signingAlgorithm: SIGNING_ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(CA_KEY_USAGE, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: trustDomainUri(trustDomain) }]),
+      ],
+    },
+    crypto,
+  );
+  const node = toNodeCertificate(cert);
+  return { cert: node, certPem: toPem('CERTIFICATE', node.raw), keyPem: keys.privateKeyPem };
+}
+
+export async function createSigningCa(trustDomain: string, root: Issuer, now: Date): Promise<IssuedCertificate> {
+  const keys = await generateKeyPair();
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: `CN=overlay signing CA ${trustDomain}`,
+      issuer: subjectNameOf(root.cert),
+      ...validity(now, SIGNING_CA_VALIDITY_YEARS, notAfterOf(root.cert)),
+      publicKey: keys.publicKey,
+      signingKey: root.key,
+      signingAlgorithm: SIGNING_ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(CA_KEY_USAGE, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        new x509.AuthorityKeyIdentifierExtension(subjectKeyId(root.cert)),
+        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: trustDomainUri(trustDomain) }]),
+      ],
+    },
+    crypto,
+  );
+  const node = toNodeCertificate(cert);
+  return { cert: node, certPem: toPem('CERTIFICATE', node.raw), keyPem: keys.privateKeyPem };
+}
+
+/**
+ * A TLS server (and client) certificate for the controller's listeners, with a new key, signed by the
+ * signing CA and never outliving it.
+ */
+export async function createServerCertificate(names: ServerNames, issuer: Issuer, now: Date): Promise<IssuedCertificate> {
+  const keys = await generateKeyPair();
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: 'CN=overlay controller',
+      issuer: subjectNameOf(issuer.cert),
+      ...validity(now, SERVER_VALIDITY_YEARS, notAfterOf(issuer.cert)),
+      publicKey: keys.publicKey,
+      signingKey: issuer.key,
+      signingAlgorithm: SIGNING_ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        new x509.AuthorityKeyIdentifierExtension(subjectKeyId(issuer.cert)),
+        new x509.SubjectAlternativeNameExtension([
+          ...names.dns.map((value) => ({ type: 'dns' as const, value })),
+          ...names.ips.map((ip) => {
+            const bytes = ipToBytes(ip);
+            // Handed over as dotted quad or as eight full groups, the two forms the library parses exactly.
+            return { type: 'ip' as const, value: bytes.length === 4 ? [...bytes].join('.') : ipv6Groups(bytes) };
+          }),
+        ]),
+      ],
+    },
+    crypto,
+  );
+  const node = toNodeCertificate(cert);
+  return { cert: node, certPem: toPem('CERTIFICATE', node.raw), keyPem: keys.privateKeyPem };
+}
