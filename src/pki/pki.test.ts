@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { execFileSync } from 'node:child_process';
-import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto';
+import type { X509Certificate} from 'node:crypto';
+import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';

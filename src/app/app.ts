@@ -1,0 +1,148 @@
+// Composition root: createApp(config) opens the store, migrates it, loads or creates the PKI,
+// registers the resources and builds one TLS server per bind point. Nothing is a module singleton.
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
+import { systemClock, type Clock } from '../clock.js';
+import { parseHostPort, formatHostPort, type BindPoint, type Config, type ListenerConfig } from '../config/index.js';
+import { ensurePki } from '../pki/index.js';
+import { openSqlite } from '../store/sqlite.js';
+import { Store, type StoreMigration } from '../store/store.js';
+import { migrations as appMigrations } from '../store/migrations/index.js';
+import { Resources } from '../domain/resources.js';
+import { loadBuildInfo } from '../build-info.js';
+import { SERVED_BINDINGS } from '../http/info.js';
+import type { Core } from './core.js';
+import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
+
+export interface AppOptions {
+  clock?: Clock;
+  log?: Logger;
+  /** Keep the store in memory (tests); the PKI still lives in the data directory. */
+  memoryStore?: boolean;
+  /** Extra migrations after the controller's own (test fixtures). */
+  extraMigrations?: readonly StoreMigration[];
+  server?: ServerOptions;
+}
+
+export interface RunningServer {
+  listener: ListenerConfig;
+  bindPoint: BindPoint;
+  app: FastifyInstance;
+}
+
+export interface App {
+  core: Core;
+  servers: RunningServer[];
+  /** Starts listening on every bind point; answers the URLs listened on. */
+  listen(): Promise<string[]>;
+  /** Closes the listeners, then the store. */
+  close(): Promise<void>;
+}
+
+/** An interface port of 0 means any free port: choose it now, so every answer can name it. */
+async function resolveFreePorts(config: Config): Promise<void> {
+  for (const listener of config.web) {
+    for (const bp of listener.bindPoints) {
+      const iface = parseHostPort(bp.interface, { allowPortZero: true });
+      if (iface.port !== 0) continue;
+      const port = await new Promise<number>((resolve, reject) => {
+        const probe = createServer();
+        probe.once('error', reject);
+        probe.listen(0, iface.host, () => {
+          const address = probe.address();
+          probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+        });
+      });
+      bp.interface = formatHostPort(iface.host, port);
+      const advertised = parseHostPort(bp.address, { allowPortZero: true });
+      if (advertised.port === 0) bp.address = formatHostPort(advertised.host, port);
+    }
+  }
+}
+
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const clock = options.clock ?? systemClock;
+  const log =
+    options.log ??
+    pino({
+      level: config.log.level,
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers["overlay-session"]',
+          '*.password',
+          '*.token',
+          '*.code',
+        ],
+        censor: '[redacted]',
+      },
+    });
+  for (const warning of config.warnings) log.warn(warning);
+
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  await resolveFreePorts(config);
+
+  const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, 'overlay.db')));
+  try {
+    const applied = await store.migrate([...appMigrations, ...(options.extraMigrations ?? [])]);
+    if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
+
+    const hosts = config.web.flatMap((l) => l.bindPoints.map((b) => parseHostPort(b.address, { allowPortZero: true }).host));
+    const pki = await ensurePki({
+      dir: join(config.dataDir, 'pki'),
+      hosts,
+      now: () => new Date(clock()),
+      log: (msg) => log.info(msg),
+    });
+
+    const resources = new Resources(store, clock);
+    const core: Core = {
+      config,
+      clock,
+      log,
+      store,
+      pki,
+      resources,
+      build: loadBuildInfo(),
+      capabilities: () =>
+        SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
+          ? ['OIDC_AUTH']
+          : [],
+    };
+
+    const servers: RunningServer[] = [];
+    for (const listener of config.web) {
+      for (const bindPoint of listener.bindPoints) {
+        servers.push({ listener, bindPoint, app: await buildServer(core, listener, bindPoint, options.server) });
+      }
+    }
+
+    return {
+      core,
+      servers,
+      async listen() {
+        const urls: string[] = [];
+        for (const s of servers) {
+          const { host, port } = listenAddress(s.bindPoint);
+          await s.app.listen({ host, port });
+          log.info(
+            { listener: s.listener.name, interface: s.bindPoint.interface, address: s.bindPoint.address, apis: s.listener.apis.map((a) => a.binding) },
+            `listening on https://${s.bindPoint.interface}`,
+          );
+          urls.push(`https://${s.bindPoint.interface}`);
+        }
+        return urls;
+      },
+      async close() {
+        await Promise.all(servers.map((s) => s.app.close()));
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}

@@ -1,0 +1,20 @@
+// The controller's core: everything the APIs share, built once by createApp and passed down.
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/index.js';
+import type { Pki } from '../pki/index.js';
+import type { Store } from '../store/store.js';
+import type { Resources } from '../domain/resources.js';
+import type { BuildInfo } from '../build-info.js';
+
+export interface Core {
+  readonly config: Config;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly store: Store;
+  readonly pki: Pki;
+  readonly resources: Resources;
+  readonly build: BuildInfo;
+  /** Capabilities enabled on this controller. */
+  capabilities(): string[];
+}

@@ -1,0 +1,83 @@
+// One Fastify server per configured bind point, each a TLS server hosting the APIs bound to its
+// listener. Client certificates are asked for but not required.
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { ApiError } from '../errors.js';
+import type { ListenerConfig, BindPoint } from '../config/index.js';
+import { handleError, handleNotFound } from '../http/errors.js';
+import { validatorCompiler } from '../http/validation.js';
+import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
+import { clientRoutes } from '../http/client/index.js';
+import { managementRoutes } from '../http/management/index.js';
+import type { Core } from './core.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+const EDGE_ROUTES: Record<EdgeBinding, (app: FastifyInstance, core: Core) => void> = {
+  'edge-client': clientRoutes,
+  'edge-management': managementRoutes,
+};
+
+export interface ServerOptions {
+  /** Extra routes (the benchmark's baseline) registered at the root of the server. */
+  extraRoutes?: (app: FastifyInstance) => void;
+}
+
+export async function buildServer(
+  core: Core,
+  listener: ListenerConfig,
+  bindPoint: BindPoint,
+  options: ServerOptions = {},
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    https: {
+      key: core.pki.serverKeyPem,
+      cert: core.pki.serverChainPem,
+      requestCert: true,
+      rejectUnauthorized: false,
+    },
+    loggerInstance: core.log.child({ listener: listener.name }),
+    // One log line per failed request (from the error handler), none per successful one.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
+    genReqId: () => randomUUID(),
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  }) as unknown as FastifyInstance; // the HTTPS server and pino logger generics narrow nothing we use
+  app.setValidatorCompiler(validatorCompiler());
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+
+  // An oversized body is refused from its declared length, before any other work on the request.
+  app.addHook('onRequest', async (request) => {
+    const length = Number(request.headers['content-length']);
+    if (length > BODY_LIMIT) {
+      throw new ApiError('REQUEST_ENTITY_TOO_LARGE', `the request body is larger than ${BODY_LIMIT} bytes`);
+    }
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  for (const api of listener.apis) {
+    if (api.binding === 'edge-client' || api.binding === 'edge-management') {
+      await registerEdgeApi(app, {
+        core,
+        binding: api.binding,
+        listener,
+        address: bindPoint.address,
+        routes: EDGE_ROUTES[api.binding],
+      });
+    }
+  }
+  options.extraRoutes?.(app);
+  return app;
+}
+
+/** host:port of a bind point's interface, split for listen(). */
+export function listenAddress(bindPoint: BindPoint): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(bindPoint.interface);
+  if (!m) throw new Error(`bad interface address ${bindPoint.interface}`);
+  return { host: m[1] ?? m[2]!, port: Number(m[3]) };
+}

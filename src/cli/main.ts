@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// The `overlay` command.
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig, type ConfigFlags } from '../config/index.js';
+import { createApp } from '../app/app.js';
+import { loadBuildInfo } from '../build-info.js';
+
+async function runController(flags: ConfigFlags): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(flags, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`overlay: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const app = await createApp(config);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      app.core.log.warn({ signal }, 'second signal while stopping; exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    app.core.log.info({ signal }, 'stopping');
+    app
+      .close()
+      .then(() => {
+        app.core.log.info('stopped');
+        process.exit(0);
+      })
+      .catch((err: unknown) => {
+        app.core.log.error({ err }, 'error while stopping');
+        process.exit(1);
+      });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  await app.listen();
+}
+
+export function program(): Command {
+  const root = new Command('overlay').description('controller of a zero-trust overlay network');
+  root.version(loadBuildInfo().version);
+  const controller = root.command('controller').description('the controller service');
+  controller
+    .command('run')
+    .description('run the controller (HTTPS Edge Client, Edge Management and OIDC APIs)')
+    .addOption(new Option('--data-dir <dir>', 'data directory (store, PKI)').env('OVERLAY_DATA_DIR'))
+    .addOption(new Option('--listen <host:port>', 'address to listen on').env('OVERLAY_LISTEN'))
+    .addOption(new Option('--advertise <host:port>', 'address clients use').env('OVERLAY_ADVERTISE'))
+    .addOption(new Option('--config <file>', 'YAML configuration file').env('OVERLAY_CONFIG'))
+    .addOption(
+      new Option('--log-level <level>', 'log level')
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .env('OVERLAY_LOG_LEVEL'),
+    )
+    .action(async (opts: ConfigFlags) => runController(opts));
+  return root;
+}
+
+program()
+  .parseAsync(process.argv)
+  .catch((err: unknown) => {
+    process.stderr.write(`overlay: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });

@@ -1,0 +1,253 @@
+// Generic behaviour of every resource: list, read, create, full update, patch, delete, each write
+// in one transaction. What a resource needs beyond CRUD hooks in through ResourceBehaviour, never
+// through special cases here or in the routes.
+import { ApiError, fieldError, notFound } from '../errors.js';
+import { iso, type Clock } from '../clock.js';
+import { newId } from '../ids.js';
+import {
+  entityLinks,
+  entityRef,
+  filterSpec,
+  isNullableColumn,
+  refAs,
+  type FilterSpec,
+  type ResourceDef,
+} from '../resources/kit.js';
+import { Repository, type Entity, type ListQuery } from '../store/repository.js';
+import type { Executor, Store, Tx } from '../store/store.js';
+
+export interface WriteContext {
+  tx: Tx;
+  /** The write's time, ISO. */
+  now: string;
+  resources: Resources;
+}
+
+export interface ResourceBehaviour {
+  /** Checks and completes an entity about to be stored (create, full update, patch). */
+  validate?(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void>;
+  /** Runs after the row is written, in the same transaction. */
+  afterWrite?(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void>;
+  beforeDelete?(ctx: WriteContext, prev: Entity): Promise<void>;
+  afterDelete?(ctx: WriteContext, prev: Entity): Promise<void>;
+  /** Adds computed read fields to a page of answers. */
+  decorate?(ex: Executor, entities: readonly Entity[], answers: Record<string, unknown>[]): Promise<void>;
+}
+
+export type Answer = Record<string, unknown>;
+
+export class ResourceService {
+  readonly repo: Repository;
+  readonly filter: FilterSpec;
+
+  constructor(
+    readonly def: ResourceDef,
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly resources: Resources,
+    private readonly behaviour: ResourceBehaviour = {},
+  ) {
+    this.repo = new Repository(def, store.dialect);
+    this.filter = filterSpec(def);
+  }
+
+  async list(q: ListQuery, ex: Executor = this.store.db): Promise<{ items: Answer[]; total: number }> {
+    const { items, total } = await this.repo.list(ex, q);
+    return { items: await this.present(ex, items), total };
+  }
+
+  async get(id: string, ex: Executor = this.store.db): Promise<Answer> {
+    const entity = await this.repo.get(ex, id);
+    if (!entity) throw notFound(this.def.label, id);
+    const [answer] = await this.present(ex, [entity]);
+    return answer!;
+  }
+
+  /** Entity → answer: public fields, links, entity references, computed fields. */
+  async present(ex: Executor, entities: readonly Entity[]): Promise<Answer[]> {
+    const answers = entities.map((e) => {
+      const answer: Answer = { _links: entityLinks(this.def, e.id) };
+      for (const [key, value] of Object.entries(e)) {
+        if (!this.def.fields[key]?.writeOnly) answer[key] = value;
+      }
+      return answer;
+    });
+    for (const [name, f] of Object.entries(this.def.fields)) {
+      if (!f.ref || f.writeOnly) continue;
+      const target = this.resources.get(f.ref.collection);
+      const ids = entities.map((e) => e[name]).filter((v): v is string => typeof v === 'string');
+      const names = await target.repo.names(ex, ids);
+      for (const [i, e] of entities.entries()) {
+        const id = e[name];
+        const refName = typeof id === 'string' ? names.get(id) : undefined;
+        answers[i]![refAs(name, f)] =
+          typeof id === 'string' && refName !== undefined ? entityRef(f.ref.collection, id, refName) : null;
+      }
+    }
+    if (this.behaviour.decorate) await this.behaviour.decorate(ex, entities, answers);
+    return answers;
+  }
+
+  async create(body: Record<string, unknown>, fixed: Record<string, unknown> = {}): Promise<Entity> {
+    return this.write(async (ctx) => {
+      const entity: Record<string, unknown> = {
+        id: newId(),
+        createdAt: ctx.now,
+        updatedAt: ctx.now,
+        tags: body.tags ?? {},
+      };
+      if (this.def.system) entity.isSystem = false;
+      for (const [name, f] of Object.entries(this.def.fields)) {
+        const given = f.readOnly ? undefined : body[name];
+        entity[name] = given !== undefined ? given : defaultOf(f.default);
+      }
+      Object.assign(entity, fixed);
+      return this.store_(ctx, normalise(this.def, entity as Entity), undefined);
+    });
+  }
+
+  /** Full update: required fields present (the schema saw to it), absent optional ones reset. */
+  async update(id: string, body: Record<string, unknown>): Promise<Entity> {
+    return this.write(async (ctx) => {
+      const prev = await this.existing(ctx.tx, id, 'update');
+      const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now, tags: body.tags ?? {} };
+      for (const [name, f] of Object.entries(this.def.fields)) {
+        if (f.readOnly || f.createOnly) continue;
+        const given = body[name];
+        if (given !== undefined) next[name] = given;
+        else if (f.default !== undefined) next[name] = defaultOf(f.default);
+        else if (isNullableColumn(f)) next[name] = null;
+      }
+      return this.store_(ctx, normalise(this.def, next as Entity), prev);
+    });
+  }
+
+  /** Patch: only the supplied fields change; null clears a nullable one. */
+  async patch(id: string, body: Record<string, unknown>): Promise<Entity> {
+    return this.write(async (ctx) => {
+      const prev = await this.existing(ctx.tx, id, 'update');
+      const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
+      if (body.tags !== undefined) next.tags = body.tags ?? {};
+      for (const [name, f] of Object.entries(this.def.fields)) {
+        if (f.readOnly || f.createOnly || body[name] === undefined) continue;
+        next[name] = body[name];
+      }
+      return this.store_(ctx, normalise(this.def, next as Entity), prev);
+    });
+  }
+
+  async delete(id: string): Promise<Entity> {
+    return this.write(async (ctx) => {
+      const prev = await this.existing(ctx.tx, id, 'delete');
+      await this.behaviour.beforeDelete?.(ctx, prev);
+      try {
+        await this.repo.delete(ctx.tx, id);
+      } catch (err) {
+        if (this.store.dialect.isForeignKeyViolation(err)) {
+          throw new ApiError(
+            'CAN_NOT_DELETE_REFERENCED_ENTITY',
+            `the ${this.def.label} ${id} is referenced by other records`,
+          );
+        }
+        throw err;
+      }
+      await this.behaviour.afterDelete?.(ctx, prev);
+      return prev;
+    });
+  }
+
+  /** Runs fn in a transaction with a write context. */
+  write<T>(fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    return this.store.transaction((tx) => fn({ tx, now: iso(this.clock()), resources: this.resources }));
+  }
+
+  private async existing(tx: Tx, id: string, action: 'update' | 'delete'): Promise<Entity> {
+    const prev = await this.repo.get(tx, id);
+    if (!prev) throw notFound(this.def.label, id);
+    if (prev.isSystem === true) {
+      throw new ApiError(
+        action === 'update' ? 'ENTITY_CAN_NOT_BE_UPDATED' : 'ENTITY_CAN_NOT_BE_DELETED',
+        `the ${this.def.label} ${id} is a system record and cannot be ${action}d`,
+      );
+    }
+    return prev;
+  }
+
+  private async store_(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<Entity> {
+    await this.behaviour.validate?.(ctx, next, prev);
+    await this.checkReferences(ctx.tx, next, prev);
+    try {
+      if (prev) await this.repo.update(ctx.tx, next.id, changed(next, prev));
+      else await this.repo.insert(ctx.tx, next);
+    } catch (err) {
+      const column = this.store.dialect.uniqueViolation(err, this.def.table);
+      if (column === undefined) throw err;
+      const name = this.repo.columns.find((c) => c.column === column)?.field ?? column;
+      throw fieldError(name, `another ${this.def.label} already has this ${name}`, next[name]);
+    }
+    await this.behaviour.afterWrite?.(ctx, next, prev);
+    return next;
+  }
+
+  private async checkReferences(tx: Tx, next: Entity, prev: Entity | undefined): Promise<void> {
+    for (const [name, f] of Object.entries(this.def.fields)) {
+      const id = next[name];
+      if (!f.ref || typeof id !== 'string' || prev?.[name] === id) continue;
+      if (!(await this.resources.get(f.ref.collection).repo.exists(tx, id))) {
+        throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `${name}: no ${f.ref.collection} with id ${id}`, {
+          field: name,
+          reason: `no ${f.ref.collection} with this id`,
+          value: id,
+        });
+      }
+    }
+  }
+}
+
+function defaultOf(value: unknown): unknown {
+  if (value === undefined) return null;
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value;
+}
+
+/** Sets keep their first occurrence of each value; a null set is an empty one. */
+function normalise(def: ResourceDef, entity: Entity): Entity {
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.kind === 'set') entity[name] = [...new Set((entity[name] ?? []) as unknown[])];
+  }
+  return entity;
+}
+
+function changed(next: Entity, prev: Entity): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(next)) {
+    if (JSON.stringify(v) !== JSON.stringify(prev[k])) out[k] = v;
+  }
+  return out;
+}
+
+/** Every resource service of the controller, by collection. */
+export class Resources {
+  private readonly services = new Map<string, ResourceService>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  register(def: ResourceDef, behaviour?: ResourceBehaviour): ResourceService {
+    if (this.services.has(def.name)) throw new Error(`resource ${def.name} registered twice`);
+    const service = new ResourceService(def, this.store, this.clock, this, behaviour);
+    this.services.set(def.name, service);
+    return service;
+  }
+
+  get(name: string): ResourceService {
+    const s = this.services.get(name);
+    if (!s) throw new Error(`no resource ${name}`);
+    return s;
+  }
+
+  all(): ResourceService[] {
+    return [...this.services.values()];
+  }
+}

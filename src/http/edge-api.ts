@@ -1,0 +1,39 @@
+// One Edge API (client or management) as an encapsulated Fastify plugin: its OpenAPI document,
+// its error rendering, the informational routes and the API's own routes.
+import swagger from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import type { ApiBinding, ListenerConfig } from '../config/index.js';
+import type { Core } from '../app/core.js';
+import { API_VERSION } from './envelope.js';
+import { handleError, handleNotFound } from './errors.js';
+import { API_NAMES, EDGE_API_PATHS, registerInfoRoutes } from './info.js';
+
+export type EdgeBinding = Extract<ApiBinding, 'edge-client' | 'edge-management'>;
+
+export interface EdgeApiOptions {
+  core: Core;
+  binding: EdgeBinding;
+  listener: ListenerConfig;
+  /** The bind point's advertised host:port. */
+  address: string;
+  routes: (app: FastifyInstance, core: Core) => void;
+}
+
+export async function registerEdgeApi(server: FastifyInstance, opts: EdgeApiOptions): Promise<void> {
+  await server.register(
+    async (app) => {
+      await app.register(swagger, {
+        openapi: {
+          openapi: '3.0.3',
+          info: { title: API_NAMES[opts.binding], version: API_VERSION },
+          servers: [{ url: `https://${opts.address}` }],
+        },
+      });
+      app.setErrorHandler(handleError);
+      app.setNotFoundHandler(handleNotFound);
+      registerInfoRoutes(app, opts.core, opts.binding, opts.listener, opts.address);
+      opts.routes(app, opts.core);
+    },
+    { prefix: EDGE_API_PATHS[opts.binding] },
+  );
+}

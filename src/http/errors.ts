@@ -1,0 +1,98 @@
+// Renders every failure of a request as the error envelope (behaviour.md §2), once per API.
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, type ErrorCode } from '../errors.js';
+import { meta } from './envelope.js';
+
+interface ValidationIssue {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+  data?: unknown;
+}
+
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'REQUEST_ENTITY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'COULD_NOT_PARSE_BODY',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'COULD_NOT_PARSE_BODY',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'COULD_NOT_PARSE_BODY',
+  FST_ERR_CTP_EMPTY_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'COULD_NOT_VALIDATE',
+  401: 'UNAUTHORIZED',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'REQUEST_ENTITY_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'SERVER_TOO_MANY_REQUESTS',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+/** `/a/0/b` → `a[0].b`; the field a client would name. */
+function fieldPath(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').slice(1);
+  if (extra !== undefined) parts.push(extra);
+  return parts
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+export function validationError(issues: readonly ValidationIssue[], context: string | undefined): ApiError {
+  const first = issues[0];
+  if (!first) return new ApiError('COULD_NOT_VALIDATE', 'the request is invalid');
+  const missing = first.keyword === 'required' ? String(first.params.missingProperty) : undefined;
+  const field = fieldPath(first.instancePath, missing) || context || 'body';
+  const reason = missing !== undefined ? 'is required' : (first.message ?? 'is invalid');
+  const cause: Record<string, unknown> = { field, reason };
+  if (missing === undefined) {
+    const value = echo(first.data);
+    if (value !== undefined) cause.value = value;
+  }
+  return new ApiError('COULD_NOT_VALIDATE', `${field} ${reason}`, cause as { field: string; reason: string });
+}
+
+/** What of an offending value goes back to the client: primitives, shortened. */
+function echo(value: unknown): unknown {
+  if (typeof value === 'string') return value.length > 256 ? `${value.slice(0, 256)}…` : value;
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return value;
+  return undefined;
+}
+
+/** Maps anything thrown while handling a request to an ApiError. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as Partial<FastifyError> & { validation?: ValidationIssue[]; validationContext?: string };
+  if (Array.isArray(e.validation)) return validationError(e.validation, e.validationContext);
+  const mapped = (e.code && FASTIFY_CODES[e.code]) ?? undefined;
+  if (mapped) return new ApiError(mapped, e.message ?? mapped);
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    return new ApiError(STATUS_CODES[status] ?? 'COULD_NOT_VALIDATE', e.message ?? 'the request is invalid');
+  }
+  return new ApiError('UNHANDLED', 'the request could not be processed');
+}
+
+export function errorBody(err: ApiError, requestId: string): unknown {
+  const error: Record<string, unknown> = { code: err.code, message: err.message };
+  if (err.cause !== undefined) error.cause = err.cause;
+  error.requestId = requestId;
+  return { error, meta: meta() };
+}
+
+/** Fastify error handler shared by the Edge APIs. */
+export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const apiError = toApiError(err);
+  if (apiError.status >= 500) request.log.error({ err }, 'request failed');
+  else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+  if (apiError.headers) reply.headers(apiError.headers);
+  void reply.code(apiError.status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
+}
+
+export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
+  const path = (request.url.split('?')[0] ?? '').slice(0, 200);
+  handleError(new ApiError('NOT_FOUND', `no route ${request.method} ${path}`), request, reply);
+}

@@ -1,0 +1,115 @@
+// Informational endpoints of both Edge APIs: root, version, capabilities, protocols, specs and the
+// EST CA certificates. Answers that never change are rendered once per listener.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { notFound } from '../errors.js';
+import type { ApiBinding, ListenerConfig } from '../config/index.js';
+import type { Core } from '../app/core.js';
+import { envelope } from './envelope.js';
+import { PUBLIC } from './auth-requirements.js';
+
+export const EDGE_API_PATHS: Record<ApiBinding, string> = {
+  'edge-client': '/edge/client/v1',
+  'edge-management': '/edge/management/v1',
+  'edge-oidc': '/oidc',
+};
+
+export const API_NAMES: Record<ApiBinding, string> = {
+  'edge-client': 'Edge Client API',
+  'edge-management': 'Edge Management API',
+  'edge-oidc': 'OIDC API',
+};
+
+/** Capabilities this controller knows, enabled or not. */
+export const CAPABILITIES = ['OIDC_AUTH', 'HA_CONTROLLER'] as const;
+
+/** Bindings this build serves; OIDC joins the list when its provider is mounted. */
+export const SERVED_BINDINGS: readonly ApiBinding[] = ['edge-client', 'edge-management'];
+
+export function versionRecord(core: Core): Record<string, unknown> {
+  const apiVersions: Record<string, unknown> = {};
+  for (const binding of SERVED_BINDINGS) {
+    const urls = core.config.web
+      .filter((l) => l.apis.some((a) => a.binding === binding))
+      .flatMap((l) => l.bindPoints.map((b) => `https://${b.address}${EDGE_API_PATHS[binding]}`));
+    if (urls.length > 0) apiVersions[binding] = { v1: { path: EDGE_API_PATHS[binding], version: 'v1', apiBaseUrls: urls } };
+  }
+  return {
+    version: core.build.version,
+    revision: core.build.revision,
+    buildDate: core.build.buildDate,
+    runtimeVersion: core.build.runtimeVersion,
+    capabilities: core.capabilities(),
+    apiVersions,
+  };
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function registerInfoRoutes(
+  app: FastifyInstance,
+  core: Core,
+  binding: ApiBinding,
+  listener: ListenerConfig,
+  address: string,
+): void {
+  const config = { auth: PUBLIC };
+  const version = JSON.stringify(envelope(versionRecord(core)));
+  const capabilities = JSON.stringify(envelope([...CAPABILITIES]));
+  const protocols = JSON.stringify(envelope({ https: { address } }));
+  const specId = binding;
+  const spec = {
+    id: specId,
+    name: API_NAMES[binding],
+    _links: { self: { href: `./specs/${specId}` }, spec: { href: `./specs/${specId}/spec` } },
+  };
+  const specs = JSON.stringify(envelope([spec]));
+  const specOne = JSON.stringify(envelope(spec));
+  void listener;
+
+  app.get('/', { config, schema: { operationId: 'listRoot', tags: ['informational'] } }, (_req, reply) =>
+    reply.type(JSON_TYPE).send(version),
+  );
+  app.get('/version', { config, schema: { operationId: 'listVersion', tags: ['informational'] } }, (_req, reply) =>
+    reply.type(JSON_TYPE).send(version),
+  );
+  app.get(
+    '/enumerated-capabilities',
+    { config, schema: { operationId: 'listEnumeratedCapabilities', tags: ['informational'] } },
+    (_req, reply) => reply.type(JSON_TYPE).send(capabilities),
+  );
+  app.get('/protocols', { config, schema: { operationId: 'listProtocols', tags: ['informational'] } }, (_req, reply) =>
+    reply.type(JSON_TYPE).send(protocols),
+  );
+  app.get('/specs', { config, schema: { operationId: 'listSpecs', tags: ['informational'] } }, (_req, reply) =>
+    reply.type(JSON_TYPE).send(specs),
+  );
+  const SpecParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+  app.get(
+    '/specs/:id',
+    { config, schema: { operationId: 'detailSpec', tags: ['informational'], params: SpecParams } },
+    (req, reply) => {
+      if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
+      return reply.type(JSON_TYPE).send(specOne);
+    },
+  );
+  app.get(
+    '/specs/:id/spec',
+    { config, schema: { operationId: 'detailSpecBody', tags: ['informational'], params: SpecParams } },
+    (req, reply) => {
+      if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
+      const accept = req.headers.accept ?? '';
+      if (/yaml/i.test(accept)) return reply.type('text/yaml; charset=utf-8').send(app.swagger({ yaml: true }));
+      return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()));
+    },
+  );
+  app.get(
+    '/.well-known/est/cacerts',
+    { config, schema: { operationId: 'listWellKnownCas', tags: ['well-known'] } },
+    (_req, reply) =>
+      reply
+        .type('application/pkcs7-mime')
+        .header('content-transfer-encoding', 'base64')
+        .send(core.pki.cacertsPkcs7Base64),
+  );
+}

@@ -1,0 +1,180 @@
+// The generic list / detail / create / update / patch / delete routes of a resource, derived from
+// its definition. Handlers only translate HTTP to the resource service and back.
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import {
+  ALL_OPERATIONS,
+  createSchema,
+  patchSchema,
+  readSchema,
+  updateSchema,
+  type Operation,
+} from '../resources/kit.js';
+import type { ResourceService } from '../domain/resources.js';
+import type { SqlFlavor } from '../query/flavor.js';
+import { EMPTY, envelope } from './envelope.js';
+import { parseList, listMeta } from './list.js';
+import { routeAuth, type Action } from './auth-requirements.js';
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
+
+export const ListQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.String({ description: 'page size, default 10, at most 500' })),
+    offset: Type.Optional(Type.String({ description: 'rows to skip, default 0' })),
+    filter: Type.Optional(Type.String({ description: 'filter expression (see the filter language)' })),
+    sort: Type.Optional(Type.String({ description: 'sort, e.g. "name desc,createdAt"' })),
+  },
+  { additionalProperties: true },
+);
+
+const MetaSchema = Type.Object({}, { additionalProperties: true });
+
+export function dataEnvelopeSchema(data: TSchema): TSchema {
+  return Type.Object({ data, meta: MetaSchema });
+}
+
+const CreatedSchema = dataEnvelopeSchema(
+  Type.Object({ id: Type.String(), _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })) }),
+);
+const EmptySchema = dataEnvelopeSchema(Type.Object({}));
+
+const ACTION: Record<Operation, Action> = {
+  list: 'read',
+  get: 'read',
+  create: 'create',
+  update: 'update',
+  patch: 'update',
+  delete: 'delete',
+};
+
+function pascal(text: string): string {
+  return text
+    .split(/[-\s]+/)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
+}
+
+export function operationId(service: ResourceService, op: Operation): string {
+  const def = service.def;
+  const custom = def.operationIds?.[op];
+  if (custom) return custom;
+  const verb = { list: 'list', get: 'detail', create: 'create', update: 'update', patch: 'patch', delete: 'delete' }[
+    op
+  ];
+  return `${verb}${op === 'list' ? pascal(def.name) : pascal(def.label)}`;
+}
+
+export interface ResourceRouteOptions {
+  operations?: readonly Operation[];
+  /** Extra computed read fields, for the response schema. */
+  readExtra?: Record<string, TSchema>;
+}
+
+export function registerResourceRoutes(
+  app: FastifyInstance,
+  service: ResourceService,
+  flavor: SqlFlavor,
+  options: ResourceRouteOptions = {},
+): void {
+  const def = service.def;
+  const ops = new Set(options.operations ?? def.operations ?? ALL_OPERATIONS);
+  const base = `/${def.name}`;
+  const read = readSchema(def, options.readExtra);
+  const tags = [def.name];
+  const common = (op: Operation) => ({
+    config: { auth: routeAuth(def.permission, ACTION[op]) },
+  });
+
+  if (ops.has('list')) {
+    app.get(base, {
+      ...common('list'),
+      schema: {
+        operationId: operationId(service, 'list'),
+        tags,
+        querystring: ListQuerySchema,
+        response: { 200: dataEnvelopeSchema(Type.Array(read)) },
+      },
+      handler: async (request) => {
+        const list = parseList(request.query as Record<string, unknown>, service.filter, flavor);
+        const { items, total } = await service.list(list.query);
+        return envelope(items, listMeta(list, total, service.filter));
+      },
+    });
+  }
+  if (ops.has('get')) {
+    app.get(`${base}/:id`, {
+      ...common('get'),
+      schema: {
+        operationId: operationId(service, 'get'),
+        tags,
+        params: IdParams,
+        response: { 200: dataEnvelopeSchema(read) },
+      },
+      handler: async (request) => envelope(await service.get((request.params as { id: string }).id)),
+    });
+  }
+  if (ops.has('create')) {
+    app.post(base, {
+      ...common('create'),
+      schema: {
+        operationId: operationId(service, 'create'),
+        tags,
+        body: createSchema(def),
+        response: { 201: CreatedSchema },
+      },
+      handler: async (request, reply) => {
+        const entity = await service.create(request.body as Record<string, unknown>);
+        void reply.code(201);
+        return envelope({ id: entity.id, _links: { self: { href: `./${def.name}/${entity.id}` } } });
+      },
+    });
+  }
+  if (ops.has('update')) {
+    app.put(`${base}/:id`, {
+      ...common('update'),
+      schema: {
+        operationId: operationId(service, 'update'),
+        tags,
+        params: IdParams,
+        body: updateSchema(def),
+        response: { 200: EmptySchema },
+      },
+      handler: async (request) => {
+        await service.update((request.params as { id: string }).id, request.body as Record<string, unknown>);
+        return envelope(EMPTY);
+      },
+    });
+  }
+  if (ops.has('patch')) {
+    app.patch(`${base}/:id`, {
+      ...common('patch'),
+      schema: {
+        operationId: operationId(service, 'patch'),
+        tags,
+        params: IdParams,
+        body: patchSchema(def),
+        response: { 200: EmptySchema },
+      },
+      handler: async (request) => {
+        await service.patch((request.params as { id: string }).id, request.body as Record<string, unknown>);
+        return envelope(EMPTY);
+      },
+    });
+  }
+  if (ops.has('delete')) {
+    app.delete(`${base}/:id`, {
+      ...common('delete'),
+      schema: {
+        operationId: operationId(service, 'delete'),
+        tags,
+        params: IdParams,
+        response: { 200: EmptySchema },
+      },
+      handler: async (request) => {
+        await service.delete((request.params as { id: string }).id);
+        return envelope(EMPTY);
+      },
+    });
+  }
+}

@@ -1,0 +1,375 @@
+// The resource kit: one declarative definition per entity, from which the table shape, the TypeBox
+// schemas (create, full update, patch, read), the filter symbols, the links and the permission group
+// all derive. Nothing here knows HTTP or the store driver.
+import { Type, type TSchema, type TObject } from '@sinclair/typebox';
+import type { FieldType, FilterField, FilterSymbols } from '../query/ast.js';
+
+export type FieldKind =
+  | 'string'
+  | 'integer'
+  | 'number'
+  | 'boolean'
+  | 'datetime'
+  | 'enum'
+  | 'json'
+  | 'set'
+  | 'ref';
+
+/** Where a field must be present on writes: on create, on full update, or both. */
+export type Required = 'always' | 'create' | 'update' | 'never';
+
+export interface FieldDef {
+  kind: FieldKind;
+  description: string;
+  /** Column name; snake_case of the field name by default. */
+  column?: string;
+  required?: Required;
+  /** Writes accept null; the column is nullable. */
+  nullable?: boolean;
+  /** Set by the server only; absent from every write schema. */
+  readOnly?: boolean;
+  /** Accepted on writes, never returned (passwords, secrets). */
+  writeOnly?: boolean;
+  /** Accepted on create only; fixed afterwards. */
+  createOnly?: boolean;
+  /** May be named in filters (default: every public stored field that is not json). */
+  filterable?: boolean;
+  /** May be sorted on (default: every filterable scalar). */
+  sortable?: boolean;
+  unique?: boolean;
+  /** Stored when a write leaves the field out (create, full update). */
+  default?: unknown;
+  /** The JSON schema of a value (json kind) or of one element (set kind); string limits otherwise. */
+  schema?: TSchema;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  pattern?: string;
+  values?: readonly string[];
+  maxItems?: number;
+  /** For ref fields: the referenced collection and the name of the read reference object. */
+  ref?: { collection: string; as?: string; onDelete?: 'cascade' | 'restrict' | 'set null' };
+}
+
+export type Operation = 'list' | 'get' | 'create' | 'update' | 'patch' | 'delete';
+export const ALL_OPERATIONS: readonly Operation[] = ['list', 'get', 'create', 'update', 'patch', 'delete'];
+
+export interface ResourceDef {
+  /** The collection: URL segment and the `entity` of references, e.g. `service-policies`. */
+  name: string;
+  /** What one of it is called in messages, e.g. `service policy`. */
+  label: string;
+  table: string;
+  /** Permission group of the interface document, or null for records only admins reach. */
+  permission: string | null;
+  fields: Readonly<Record<string, FieldDef>>;
+  /** Records the controller creates itself carry isSystem and refuse update and delete. */
+  system?: boolean;
+  /** Related sub-collections linked from each entity (`./<name>/<id>/<sub>`). */
+  links?: readonly string[];
+  /** The field used as `name` in entity references. */
+  nameField?: string;
+  operations?: readonly Operation[];
+  /** operationIds of endpoints.md that do not follow `<verb><Label>` / `list<Name>`. */
+  operationIds?: Partial<Record<Operation, string>>;
+}
+
+export const MAX_STRING = 1024;
+export const MAX_NAME = 255;
+export const MAX_LIST = 1000;
+
+export function snake(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+export function columnOf(name: string, f: FieldDef): string {
+  return f.column ?? snake(name);
+}
+
+/** Field constructors, so definitions read as declarations. */
+export const field = {
+  string: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'string', description, ...o }),
+  name: (description = 'unique name', o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'string',
+    description,
+    required: 'always',
+    unique: true,
+    minLength: 1,
+    maxLength: MAX_NAME,
+    ...o,
+  }),
+  integer: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'integer', description, ...o }),
+  number: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'number', description, ...o }),
+  boolean: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'boolean', description, ...o }),
+  datetime: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'datetime', description, ...o }),
+  enum: (values: readonly string[], description: string, o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'enum',
+    values,
+    description,
+    ...o,
+  }),
+  json: (schema: TSchema, description: string, o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'json',
+    schema,
+    description,
+    ...o,
+  }),
+  /** A set of strings (role attributes, role lists): stored as a JSON array, filtered with anyOf/allOf. */
+  set: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'set',
+    description,
+    default: [],
+    maxItems: MAX_LIST,
+    ...o,
+  }),
+  ref: (collection: string, description: string, o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'ref',
+    description,
+    maxLength: MAX_NAME,
+    ...o,
+    ref: { collection, ...o.ref },
+  }),
+};
+
+// ---- schemas -------------------------------------------------------------------------------
+
+export const TagsSchema = Type.Record(
+  Type.String({ minLength: 1, maxLength: 128 }),
+  Type.Union([Type.String({ maxLength: 4096 }), Type.Boolean(), Type.Null()]),
+  { maxProperties: 100, description: 'user-defined fields; values are null, string or boolean' },
+);
+
+export const LinkSchema = Type.Object({ href: Type.String() });
+export const LinksSchema = Type.Record(Type.String(), LinkSchema);
+export const EntityRefSchema = Type.Object({
+  _links: LinksSchema,
+  entity: Type.String(),
+  id: Type.String(),
+  name: Type.String(),
+});
+export const DateTimeSchema = Type.String({ format: 'date-time' });
+
+function valueSchema(f: FieldDef): TSchema {
+  const opts = { description: f.description };
+  switch (f.kind) {
+    case 'string':
+      return Type.String({
+        ...opts,
+        maxLength: f.maxLength ?? MAX_STRING,
+        ...(f.minLength !== undefined && { minLength: f.minLength }),
+        ...(f.pattern !== undefined && { pattern: f.pattern }),
+      });
+    case 'ref':
+      return Type.String({ ...opts, minLength: 1, maxLength: f.maxLength ?? MAX_NAME });
+    case 'integer':
+      return Type.Integer({
+        ...opts,
+        ...(f.minimum !== undefined && { minimum: f.minimum }),
+        ...(f.maximum !== undefined && { maximum: f.maximum }),
+      });
+    case 'number':
+      return Type.Number({
+        ...opts,
+        ...(f.minimum !== undefined && { minimum: f.minimum }),
+        ...(f.maximum !== undefined && { maximum: f.maximum }),
+      });
+    case 'boolean':
+      return Type.Boolean(opts);
+    case 'datetime':
+      return Type.String({ ...opts, format: 'date-time', maxLength: 64 });
+    case 'enum':
+      return Type.Union(
+        (f.values ?? []).map((v) => Type.Literal(v)),
+        opts,
+      );
+    case 'json':
+      return { ...(f.schema ?? Type.Record(Type.String(), Type.Unknown())), description: f.description };
+    case 'set':
+      return Type.Array(f.schema ?? Type.String({ minLength: 1, maxLength: MAX_NAME }), {
+        ...opts,
+        maxItems: f.maxItems ?? MAX_LIST,
+      });
+  }
+}
+
+function maybeNull(schema: TSchema, nullable: boolean | undefined): TSchema {
+  return nullable ? Type.Union([schema, Type.Null()], { description: schema.description }) : schema;
+}
+
+type Mode = 'create' | 'update' | 'patch';
+
+function writeSchema(def: ResourceDef, mode: Mode): TObject {
+  const props: Record<string, TSchema> = {};
+  const required: string[] = [];
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.readOnly) continue;
+    if (f.createOnly && mode !== 'create') continue;
+    props[name] = maybeNull(valueSchema(f), f.nullable);
+    const req = f.required ?? 'never';
+    if (mode !== 'patch' && (req === 'always' || req === mode)) required.push(name);
+  }
+  props.tags = Type.Union([TagsSchema, Type.Null()]);
+  return Type.Object(
+    Object.fromEntries(
+      Object.entries(props).map(([k, s]) => [k, required.includes(k) ? s : Type.Optional(s)]),
+    ),
+    { additionalProperties: true },
+  );
+}
+
+export function createSchema(def: ResourceDef): TObject {
+  return writeSchema(def, 'create');
+}
+export function updateSchema(def: ResourceDef): TObject {
+  return writeSchema(def, 'update');
+}
+export function patchSchema(def: ResourceDef): TObject {
+  return writeSchema(def, 'patch');
+}
+
+/**
+ * A column holds null unless the field is always required or always has a default. Sets are never
+ * null in storage: a null written to one empties it.
+ */
+export function isNullableColumn(f: FieldDef): boolean {
+  if (f.kind === 'set') return false;
+  return f.nullable === true || (f.default === undefined && (f.required ?? 'never') !== 'always');
+}
+
+export function refAs(name: string, f: FieldDef): string {
+  return f.ref?.as ?? name.replace(/Id$/, '');
+}
+
+/** The read shape: base fields, every public field, references for ref fields. */
+export function readSchema(def: ResourceDef, extra: Record<string, TSchema> = {}): TObject {
+  const props: Record<string, TSchema> = {
+    _links: LinksSchema,
+    id: Type.String(),
+    createdAt: DateTimeSchema,
+    updatedAt: DateTimeSchema,
+    tags: TagsSchema,
+  };
+  if (def.system) props.isSystem = Type.Boolean();
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.writeOnly) continue;
+    props[name] = maybeNull(valueSchema(f), isNullableColumn(f));
+    if (f.kind === 'ref') props[refAs(name, f)] = Type.Union([EntityRefSchema, Type.Null()]);
+  }
+  Object.assign(props, extra);
+  return Type.Object(props);
+}
+
+// ---- filters ---------------------------------------------------------------------------------
+
+const FILTER_TYPE: Partial<Record<FieldKind, FieldType>> = {
+  string: 'string',
+  enum: 'string',
+  ref: 'string',
+  integer: 'integer',
+  number: 'number',
+  boolean: 'boolean',
+  datetime: 'datetime',
+  set: 'set',
+};
+
+export interface FilterSpec {
+  symbols: FilterSymbols;
+  sortable: ReadonlySet<string>;
+  /** What `meta.filterableFields` lists. */
+  fields: string[];
+}
+
+export function filterSpec(def: ResourceDef): FilterSpec {
+  const entries: FilterField[] = [
+    { name: 'id', type: 'string', column: 'id' },
+    { name: 'createdAt', type: 'datetime', column: 'created_at' },
+    { name: 'updatedAt', type: 'datetime', column: 'updated_at' },
+    { name: 'tags', type: 'tags', column: 'tags' },
+  ];
+  if (def.system) entries.push({ name: 'isSystem', type: 'boolean', column: 'is_system' });
+  for (const [name, f] of Object.entries(def.fields)) {
+    const type = FILTER_TYPE[f.kind];
+    if (f.writeOnly || !type || f.filterable === false) continue;
+    entries.push({ name, type, column: columnOf(name, f) });
+  }
+  const sortable = new Set(
+    entries
+      .filter((e) => e.type !== 'set' && e.type !== 'tags')
+      .filter((e) => def.fields[e.name]?.sortable !== false)
+      .map((e) => e.name),
+  );
+  return {
+    symbols: new Map(entries.map((e) => [e.name, e])),
+    sortable,
+    fields: entries.map((e) => e.name),
+  };
+}
+
+// ---- links -----------------------------------------------------------------------------------
+
+export type Links = Record<string, { href: string }>;
+
+export function entityLinks(def: ResourceDef, id: string): Links {
+  const self = `./${def.name}/${id}`;
+  const links: Links = { self: { href: self } };
+  for (const sub of def.links ?? []) links[sub] = { href: `${self}/${sub}` };
+  return links;
+}
+
+export function entityRef(collection: string, id: string, name: string): {
+  _links: Links;
+  entity: string;
+  id: string;
+  name: string;
+} {
+  return { _links: { self: { href: `./${collection}/${id}` } }, entity: collection, id, name };
+}
+
+// ---- table shape (checked against the migrations by a test) ---------------------------------
+
+export type ColumnType = 'text' | 'integer' | 'real' | 'boolean' | 'json';
+
+export interface ColumnSpec {
+  name: string;
+  type: ColumnType;
+  nullable: boolean;
+}
+
+export interface TableSpec {
+  table: string;
+  columns: ColumnSpec[];
+  unique: string[];
+  references: { column: string; table: string }[];
+}
+
+const COLUMN_TYPE: Record<FieldKind, ColumnType> = {
+  string: 'text',
+  enum: 'text',
+  ref: 'text',
+  datetime: 'text',
+  integer: 'integer',
+  number: 'real',
+  boolean: 'boolean',
+  json: 'json',
+  set: 'json',
+};
+
+export function tableSpec(def: ResourceDef, tableOf: (collection: string) => string): TableSpec {
+  const columns: ColumnSpec[] = [
+    { name: 'id', type: 'text', nullable: false },
+    { name: 'created_at', type: 'text', nullable: false },
+    { name: 'updated_at', type: 'text', nullable: false },
+    { name: 'tags', type: 'json', nullable: false },
+  ];
+  if (def.system) columns.push({ name: 'is_system', type: 'boolean', nullable: false });
+  const unique: string[] = [];
+  const references: TableSpec['references'] = [];
+  for (const [name, f] of Object.entries(def.fields)) {
+    const column = columnOf(name, f);
+    columns.push({ name: column, type: COLUMN_TYPE[f.kind], nullable: isNullableColumn(f) });
+    if (f.unique) unique.push(column);
+    if (f.ref) references.push({ column, table: tableOf(f.ref.collection) });
+  }
+  return { table: def.table, columns, unique, references };
+}

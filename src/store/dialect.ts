@@ -1,0 +1,35 @@
+// What differs between the embedded SQLite store and PostgreSQL, in one interface. Everything
+// else in the store (migrations, repositories) is written once against it.
+import type { Kysely } from 'kysely';
+import type { ColumnType } from '../resources/kit.js';
+import type { SqlFlavor } from '../query/flavor.js';
+
+// Tables are addressed by name from resource definitions, so the database is untyped here.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Db = Kysely<any>;
+
+export interface ColumnInfo {
+  name: string;
+  /** The declared type, lower case; compare with columnType(). */
+  ddlType: string;
+  nullable: boolean;
+}
+
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgres';
+  readonly db: Db;
+  readonly flavor: SqlFlavor;
+  /** DDL type for a kit column type. */
+  columnType(type: ColumnType): string;
+  /** A value as the driver binds it. */
+  toDb(type: ColumnType, value: unknown): unknown;
+  /** A value as the driver returned it, back to its JSON form. */
+  fromDb(type: ColumnType, value: unknown): unknown;
+  /** The column a unique-constraint failure names, or undefined when the error is something else. */
+  uniqueViolation(err: unknown, table: string): string | undefined;
+  isForeignKeyViolation(err: unknown): boolean;
+  /** Introspection for the schema test and data-integrity checks. */
+  columns(table: string): Promise<ColumnInfo[]>;
+  uniqueColumns(table: string): Promise<string[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,5 @@
+// The append-only list of migrations. Never edit or reorder an entry that has shipped; add one.
+import type { StoreMigration } from '../store.js';
+import { m0001Base } from './0001-base.js';
+
+export const migrations: readonly StoreMigration[] = [m0001Base];

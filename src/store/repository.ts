@@ -1,0 +1,149 @@
+// Rows of one resource table, derived from its definition: mapping between entity fields and
+// columns, and the generic queries. No validation here; that is the domain's job.
+import { sql, type Expression, type SqlBool } from 'kysely';
+import { columnOf, type ColumnType, type FieldDef, type ResourceDef } from '../resources/kit.js';
+import type { SortKey } from '../query/ast.js';
+import type { Dialect } from './dialect.js';
+import type { Executor } from './store.js';
+
+export type Entity = Record<string, unknown> & {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, string | boolean | null>;
+};
+
+export interface ListQuery {
+  /** Caller scoping, applied before the filter (never widened by it). */
+  scope?: Expression<SqlBool>;
+  where?: Expression<SqlBool>;
+  sort: readonly SortKey[];
+  offset: number;
+  /** null: every row. */
+  limit: number | null;
+}
+
+interface Column {
+  field: string;
+  column: string;
+  type: ColumnType;
+}
+
+const KIND_TYPE: Record<FieldDef['kind'], ColumnType> = {
+  string: 'text',
+  enum: 'text',
+  ref: 'text',
+  datetime: 'text',
+  integer: 'integer',
+  number: 'real',
+  boolean: 'boolean',
+  json: 'json',
+  set: 'json',
+};
+
+export class Repository {
+  readonly columns: readonly Column[];
+  private readonly byField: ReadonlyMap<string, Column>;
+
+  constructor(
+    readonly def: ResourceDef,
+    private readonly dialect: Dialect,
+  ) {
+    const columns: Column[] = [
+      { field: 'id', column: 'id', type: 'text' },
+      { field: 'createdAt', column: 'created_at', type: 'text' },
+      { field: 'updatedAt', column: 'updated_at', type: 'text' },
+      { field: 'tags', column: 'tags', type: 'json' },
+    ];
+    if (def.system) columns.push({ field: 'isSystem', column: 'is_system', type: 'boolean' });
+    for (const [name, f] of Object.entries(def.fields)) {
+      columns.push({ field: name, column: columnOf(name, f), type: KIND_TYPE[f.kind] });
+    }
+    this.columns = columns;
+    this.byField = new Map(columns.map((c) => [c.field, c]));
+  }
+
+  get table(): string {
+    return this.def.table;
+  }
+
+  columnOf(field: string): string {
+    const c = this.byField.get(field);
+    if (!c) throw new Error(`${this.def.name} has no field ${field}`);
+    return c.column;
+  }
+
+  fromRow(row: Record<string, unknown>): Entity {
+    const entity: Record<string, unknown> = {};
+    for (const c of this.columns) entity[c.field] = this.dialect.fromDb(c.type, row[c.column]);
+    return entity as Entity;
+  }
+
+  toRow(values: Record<string, unknown>): Record<string, unknown> {
+    const row: Record<string, unknown> = {};
+    for (const [field, value] of Object.entries(values)) {
+      const c = this.byField.get(field);
+      if (c && value !== undefined) row[c.column] = this.dialect.toDb(c.type, value);
+    }
+    return row;
+  }
+
+  private filtered(ex: Executor, q: Pick<ListQuery, 'scope' | 'where'>) {
+    let query = ex.selectFrom(this.table);
+    if (q.scope) query = query.where(q.scope);
+    if (q.where) query = query.where(q.where);
+    return query;
+  }
+
+  async list(ex: Executor, q: ListQuery): Promise<{ items: Entity[]; total: number }> {
+    const countRow = await this.filtered(ex, q)
+      .select(sql<number>`count(*)`.as('n'))
+      .executeTakeFirstOrThrow();
+    let query = this.filtered(ex, q).selectAll();
+    for (const s of q.sort) query = query.orderBy(sql.ref(this.columnOf(s.field)), s.direction);
+    if (!q.sort.some((s) => s.field === 'id')) query = query.orderBy('id', 'asc');
+    if (q.limit !== null) query = query.limit(q.limit);
+    if (q.offset > 0) query = q.limit === null ? query.limit(-1).offset(q.offset) : query.offset(q.offset);
+    const rows = await query.execute();
+    return { items: rows.map((r) => this.fromRow(r as Record<string, unknown>)), total: Number(countRow.n) };
+  }
+
+  async get(ex: Executor, id: string): Promise<Entity | undefined> {
+    const row = await ex.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? this.fromRow(row as Record<string, unknown>) : undefined;
+  }
+
+  async exists(ex: Executor, id: string): Promise<boolean> {
+    const row = await ex.selectFrom(this.table).select('id').where('id', '=', id).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** id → reference name, for entity references in reads. */
+  async names(ex: Executor, ids: readonly string[]): Promise<Map<string, string>> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return new Map();
+    const nameColumn = this.columnOf(this.def.nameField ?? 'name');
+    const rows = await ex
+      .selectFrom(this.table)
+      .select(['id', sql.ref<string>(nameColumn).as('name')])
+      .where('id', 'in', unique)
+      .execute();
+    return new Map(rows.map((r) => [r.id as string, r.name as string]));
+  }
+
+  async insert(ex: Executor, entity: Record<string, unknown>): Promise<void> {
+    await ex.insertInto(this.table).values(this.toRow(entity)).execute();
+  }
+
+  async update(ex: Executor, id: string, values: Record<string, unknown>): Promise<boolean> {
+    const row = this.toRow(values);
+    if (Object.keys(row).length === 0) return this.exists(ex, id);
+    const result = await ex.updateTable(this.table).set(row).where('id', '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async delete(ex: Executor, id: string): Promise<boolean> {
+    const result = await ex.deleteFrom(this.table).where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+}

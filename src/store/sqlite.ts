@@ -1,0 +1,71 @@
+// The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and full sync
+// so that an acknowledged write survives a crash.
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql } from 'kysely';
+import type { ColumnType } from '../resources/kit.js';
+import type { ColumnInfo, Dialect } from './dialect.js';
+import { sqliteFlavor } from './sqlite-flavor.js';
+
+const DDL: Record<ColumnType, string> = {
+  text: 'text',
+  integer: 'integer',
+  real: 'real',
+  boolean: 'integer',
+  json: 'text',
+};
+
+export function openSqlite(path: string): Dialect {
+  const database = new Database(path);
+  database.pragma('journal_mode = WAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('synchronous = FULL');
+  database.pragma('busy_timeout = 5000');
+  const db = new Kysely({ dialect: new SqliteDialect({ database }) });
+
+  return {
+    name: 'sqlite',
+    db,
+    flavor: sqliteFlavor,
+    columnType: (type) => DDL[type],
+    toDb(type, value) {
+      if (value === undefined || value === null) return null;
+      if (type === 'boolean') return value ? 1 : 0;
+      if (type === 'json') return JSON.stringify(value);
+      return value;
+    },
+    fromDb(type, value) {
+      if (value === null || value === undefined) return null;
+      if (type === 'boolean') return value === 1 || value === true;
+      if (type === 'json') return typeof value === 'string' ? JSON.parse(value) : value;
+      return value;
+    },
+    uniqueViolation(err, table) {
+      if (!(err instanceof Error) || (err as { code?: string }).code !== 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
+      const m = new RegExp(`UNIQUE constraint failed: ${table}\\.(\\w+)`).exec(err.message);
+      return m?.[1];
+    },
+    // RESTRICT actions report SQLITE_CONSTRAINT_TRIGGER, deferred checks SQLITE_CONSTRAINT_FOREIGNKEY.
+    isForeignKeyViolation: (err) =>
+      err instanceof Error &&
+      String((err as { code?: string }).code).startsWith('SQLITE_CONSTRAINT') &&
+      err.message.includes('FOREIGN KEY constraint failed'),
+    async columns(table) {
+      const { rows } = await sql<{ name: string; type: string; notnull: number }>`
+        select name, type, "notnull" from pragma_table_info(${table})`.execute(db);
+      return rows.map((r): ColumnInfo => ({ name: r.name, ddlType: r.type.toLowerCase(), nullable: r.notnull === 0 }));
+    },
+    async uniqueColumns(table) {
+      const { rows } = await sql<{ name: string; unique: number; origin: string }>`
+        select name, "unique", origin from pragma_index_list(${table})`.execute(db);
+      const columns: string[] = [];
+      for (const index of rows.filter((r) => r.unique === 1 && r.origin !== 'pk')) {
+        const info = await sql<{ name: string }>`select name from pragma_index_info(${index.name})`.execute(db);
+        if (info.rows.length === 1) columns.push(info.rows[0]!.name);
+      }
+      return columns;
+    },
+    async close() {
+      await db.destroy();
+    },
+  };
+}

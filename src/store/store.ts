@@ -1,0 +1,47 @@
+// The store: one dialect, its migrations, and transactions. Repositories are built on top.
+import { Migrator, type Migration, type Transaction } from 'kysely';
+import type { Db, Dialect } from './dialect.js';
+
+/** A migration written once against the dialect interface; the list is append-only. */
+export interface StoreMigration {
+  name: string;
+  up(db: Db, dialect: Dialect): Promise<void>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Tx = Transaction<any>;
+/** Either the database or an open transaction: what repository methods run on. */
+export type Executor = Db | Tx;
+
+export class Store {
+  constructor(readonly dialect: Dialect) {}
+
+  get db(): Db {
+    return this.dialect.db;
+  }
+
+  async migrate(migrations: readonly StoreMigration[]): Promise<string[]> {
+    const names = migrations.map((m) => m.name);
+    if (new Set(names).size !== names.length) throw new Error('duplicate migration names');
+    const byName: Record<string, Migration> = {};
+    for (const m of migrations) byName[m.name] = { up: (db) => m.up(db, this.dialect) };
+    const migrator = new Migrator({
+      db: this.db,
+      provider: { getMigrations: async () => byName },
+      // Names sort in order of writing: a zero-padded sequence number leads each one.
+      allowUnorderedMigrations: false,
+    });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+
+  /** Runs fn in one transaction: everything it writes commits together or not at all. */
+  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(fn);
+  }
+
+  close(): Promise<void> {
+    return this.dialect.close();
+  }
+}

@@ -1,0 +1,84 @@
+// The migrated schema must be what the resource definitions imply: same columns, nullability,
+// types, unique columns and references. A definition change without a migration fails here.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { resourceDefs } from '../src/resources/index.js';
+import { tableSpec, type ResourceDef } from '../src/resources/kit.js';
+import { migrations } from '../src/store/migrations/index.js';
+import { openSqlite } from '../src/store/sqlite.js';
+import { Store } from '../src/store/store.js';
+import { widgetMigration, widgets } from './fixtures/widgets.js';
+
+let store: Store;
+beforeAll(async () => {
+  store = new Store(openSqlite(':memory:'));
+  await store.migrate([...migrations, widgetMigration]);
+});
+afterAll(async () => {
+  await store.close();
+});
+
+const defs: ResourceDef[] = [...resourceDefs, widgets];
+const tableOf = (collection: string) => defs.find((d) => d.name === collection)?.table ?? collection;
+
+describe.each(defs.map((d) => [d.name, d] as const))('table of %s', (_name, def) => {
+  it('has exactly the columns, types and nullability the definition implies', async () => {
+    const spec = tableSpec(def, tableOf);
+    const actual = await store.dialect.columns(def.table);
+    expect(actual.map((c) => c.name).sort()).toEqual(spec.columns.map((c) => c.name).sort());
+    for (const column of spec.columns) {
+      const found = actual.find((c) => c.name === column.name)!;
+      expect({ column: column.name, type: found.ddlType, nullable: found.nullable }).toEqual({
+        column: column.name,
+        type: store.dialect.columnType(column.type),
+        nullable: column.name === 'id' ? found.nullable : column.nullable,
+      });
+    }
+  });
+
+  it('has a unique index on exactly the unique fields', async () => {
+    const spec = tableSpec(def, tableOf);
+    expect((await store.dialect.uniqueColumns(def.table)).sort()).toEqual([...spec.unique].sort());
+  });
+
+  it('has a foreign key for every reference', async () => {
+    const spec = tableSpec(def, tableOf);
+    const { rows } = await sql<{ from: string; table: string }>`
+      select "from", "table" from pragma_foreign_key_list(${def.table})`.execute(store.db);
+    expect(rows.map((r) => ({ column: r.from, table: r.table })).sort((a, b) => a.column.localeCompare(b.column))).toEqual(
+      [...spec.references].sort((a, b) => a.column.localeCompare(b.column)),
+    );
+  });
+});
+
+describe('migrations', () => {
+  it('are applied once: a second run applies nothing', async () => {
+    expect(await store.migrate([...migrations, widgetMigration])).toEqual([]);
+  });
+
+  it('have unique, ordered names', () => {
+    const names = migrations.map((m) => m.name);
+    expect(names).toEqual([...names].sort());
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it('run with foreign keys enforced, and a file store journals in WAL with full sync', async () => {
+    const { rows } = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(store.db);
+    expect(rows[0]!.foreign_keys).toBe(1);
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    const file = new Store(openSqlite(join(dir, 'overlay.db')));
+    try {
+      await file.migrate(migrations);
+      const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(file.db);
+      expect(mode.rows[0]!.journal_mode).toBe('wal');
+      const sync = await sql<{ synchronous: number }>`pragma synchronous`.execute(file.db);
+      expect(sync.rows[0]!.synchronous).toBe(2);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
