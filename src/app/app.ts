@@ -14,7 +14,15 @@ import { migrations as appMigrations } from '../store/migrations/index.js';
 import { Resources } from '../domain/resources.js';
 import { loadBuildInfo } from '../build-info.js';
 import { SERVED_BINDINGS } from '../http/info.js';
+import { ApiSessions } from '../auth/api-sessions.js';
+import { IdentityDirectory } from '../auth/identity-directory.js';
+import { FailureThrottle } from '../auth/throttle.js';
+import { seed } from '../domain/seed.js';
+import { Repository } from '../store/repository.js';
+import { apiSessions as apiSessionsDef } from '../resources/api-sessions.js';
+import { identities as identitiesDef } from '../resources/identities.js';
 import type { Core } from './core.js';
+import { registerResources } from './resources.js';
 import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
 
 export interface AppOptions {
@@ -25,6 +33,8 @@ export interface AppOptions {
   /** Extra migrations after the controller's own (test fixtures). */
   extraMigrations?: readonly StoreMigration[];
   server?: ServerOptions;
+  /** Where a generated admin password is shown once (standard error by default). */
+  announce?: (message: string) => void;
 }
 
 export interface RunningServer {
@@ -99,6 +109,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
 
     const resources = new Resources(store, clock);
+    const sessions = new ApiSessions(store, new Repository(apiSessionsDef, store.dialect), clock, config.edge.api.sessionTimeout);
+    const identities = new IdentityDirectory(store, new Repository(identitiesDef, store.dialect), clock);
+    registerResources(resources, { sessions, identities, clock });
+    await seed(resources, {
+      dataDir: config.dataDir,
+      admin: config.admin,
+      announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
+    });
     const core: Core = {
       config,
       clock,
@@ -107,6 +125,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       pki,
       resources,
       build: loadBuildInfo(),
+      sessions,
+      identities,
+      loginThrottle: new FailureThrottle(clock),
       capabilities: () =>
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']
@@ -124,6 +145,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       core,
       servers,
       async listen() {
+        sessions.start();
         const urls: string[] = [];
         for (const s of servers) {
           const { host, port } = listenAddress(s.bindPoint);
@@ -138,6 +160,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       },
       async close() {
         await Promise.all(servers.map((s) => s.app.close()));
+        await sessions.stop();
         await store.close();
       },
     };

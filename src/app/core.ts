@@ -6,6 +6,9 @@ import type { Pki } from '../pki/index.js';
 import type { Store } from '../store/store.js';
 import type { Resources } from '../domain/resources.js';
 import type { BuildInfo } from '../build-info.js';
+import type { ApiSessions } from '../auth/api-sessions.js';
+import type { IdentityDirectory } from '../auth/identity-directory.js';
+import type { FailureThrottle } from '../auth/throttle.js';
 
 export interface Core {
   readonly config: Config;
@@ -15,6 +18,9 @@ export interface Core {
   readonly pki: Pki;
   readonly resources: Resources;
   readonly build: BuildInfo;
+  readonly sessions: ApiSessions;
+  readonly identities: IdentityDirectory;
+  readonly loginThrottle: FailureThrottle;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
 }

@@ -21,6 +21,8 @@ export interface WriteContext {
   /** The write's time, ISO. */
   now: string;
   resources: Resources;
+  /** Runs fn once the transaction has committed (cache invalidation and the like). */
+  afterCommit(fn: () => void): void;
 }
 
 export interface ResourceBehaviour {
@@ -68,7 +70,8 @@ export class ResourceService {
     const answers = entities.map((e) => {
       const answer: Answer = { _links: entityLinks(this.def, e.id) };
       for (const [key, value] of Object.entries(e)) {
-        if (!this.def.fields[key]?.writeOnly) answer[key] = value;
+        const f = this.def.fields[key];
+        if (!f?.writeOnly && !f?.virtual) answer[key] = value;
       }
       return answer;
     });
@@ -130,7 +133,8 @@ export class ResourceService {
       if (body.tags !== undefined) next.tags = body.tags ?? {};
       for (const [name, f] of Object.entries(this.def.fields)) {
         if (f.readOnly || f.createOnly || body[name] === undefined) continue;
-        next[name] = body[name];
+        if (f.patchSchema) next[name] = body[name] === null ? defaultOf(f.default) : merge(prev[name], body[name]);
+        else next[name] = body[name];
       }
       return this.store_(ctx, normalise(this.def, next as Entity), prev);
     });
@@ -158,7 +162,7 @@ export class ResourceService {
 
   /** Runs fn in a transaction with a write context. */
   write<T>(fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
-    return this.store.transaction((tx) => fn({ tx, now: iso(this.clock()), resources: this.resources }));
+    return this.resources.write(fn);
   }
 
   private async existing(tx: Tx, id: string, action: 'update' | 'delete'): Promise<Entity> {
@@ -204,15 +208,28 @@ export class ResourceService {
   }
 }
 
+/** Deep merge of a partial object into a stored one (objects merge, everything else replaces). */
+function merge(base: unknown, patch: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(patch)) return structuredClone(patch);
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(patch)) if (v !== undefined) out[k] = merge(base[k], v);
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 function defaultOf(value: unknown): unknown {
   if (value === undefined) return null;
   return typeof value === 'object' && value !== null ? structuredClone(value) : value;
 }
 
-/** Sets keep their first occurrence of each value; a null set is an empty one. */
+/** Null stores a field's default; sets keep the first occurrence of each value. */
 function normalise(def: ResourceDef, entity: Entity): Entity {
   for (const [name, f] of Object.entries(def.fields)) {
-    if (f.kind === 'set') entity[name] = [...new Set((entity[name] ?? []) as unknown[])];
+    if (entity[name] === null && f.default !== undefined) entity[name] = defaultOf(f.default);
+    if (f.kind === 'set' && Array.isArray(entity[name])) entity[name] = [...new Set(entity[name] as unknown[])];
   }
   return entity;
 }
@@ -230,9 +247,19 @@ export class Resources {
   private readonly services = new Map<string, ResourceService>();
 
   constructor(
-    private readonly store: Store,
+    readonly store: Store,
     private readonly clock: Clock,
   ) {}
+
+  /** One transaction with a write context; after-commit work runs only if it commits. */
+  async write<T>(fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    const after: (() => void)[] = [];
+    const result = await this.store.transaction((tx) =>
+      fn({ tx, now: iso(this.clock()), resources: this, afterCommit: (f) => after.push(f) }),
+    );
+    for (const f of after) f();
+    return result;
+  }
 
   register(def: ResourceDef, behaviour?: ResourceBehaviour): ResourceService {
     if (this.services.has(def.name)) throw new Error(`resource ${def.name} registered twice`);

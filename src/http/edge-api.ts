@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
 import type { Core } from '../app/core.js';
 import { API_VERSION } from './envelope.js';
+import { credentialHook } from './credentials.js';
 import { handleError, handleNotFound } from './errors.js';
 import { API_NAMES, EDGE_API_PATHS, registerInfoRoutes } from './info.js';
 
@@ -31,6 +32,7 @@ export async function registerEdgeApi(server: FastifyInstance, opts: EdgeApiOpti
       });
       app.setErrorHandler(handleError);
       app.setNotFoundHandler(handleNotFound);
+      app.addHook('onRequest', credentialHook(opts.core));
       registerInfoRoutes(app, opts.core, opts.binding, opts.listener, opts.address);
       opts.routes(app, opts.core);
     },

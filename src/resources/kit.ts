@@ -32,6 +32,10 @@ export interface FieldDef {
   writeOnly?: boolean;
   /** Accepted on create only; fixed afterwards. */
   createOnly?: boolean;
+  /** Accepted on writes and handed to the domain, but never stored as such (a password to hash). */
+  virtual?: boolean;
+  /** For json objects: the patch schema (partial); a patch merges into the stored value, null resets it. */
+  patchSchema?: TSchema;
   /** May be named in filters (default: every public stored field that is not json). */
   filterable?: boolean;
   /** May be sorted on (default: every filterable scalar). */
@@ -117,6 +121,7 @@ export const field = {
   }),
   /** A set of strings (role attributes, role lists): stored as a JSON array, filtered with anyOf/allOf. */
   set: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({
+    // sets are never null in storage
     kind: 'set',
     description,
     default: [],
@@ -205,7 +210,8 @@ function writeSchema(def: ResourceDef, mode: Mode): TObject {
   for (const [name, f] of Object.entries(def.fields)) {
     if (f.readOnly) continue;
     if (f.createOnly && mode !== 'create') continue;
-    props[name] = maybeNull(valueSchema(f), f.nullable);
+    const schema = mode === 'patch' && f.patchSchema ? f.patchSchema : valueSchema(f);
+    props[name] = maybeNull(schema, f.nullable || (mode === 'patch' && f.patchSchema !== undefined));
     const req = f.required ?? 'never';
     if (mode !== 'patch' && (req === 'always' || req === mode)) required.push(name);
   }
@@ -229,12 +235,14 @@ export function patchSchema(def: ResourceDef): TObject {
 }
 
 /**
- * A column holds null unless the field is always required or always has a default. Sets are never
- * null in storage: a null written to one empties it.
+ * A column holds null unless the field is always required or has a default. A null written to a
+ * field with a default stores the default (an empty set, the default policy, ...).
  */
 export function isNullableColumn(f: FieldDef): boolean {
-  if (f.kind === 'set') return false;
-  return f.nullable === true || (f.default === undefined && (f.required ?? 'never') !== 'always');
+  if (f.default !== undefined && f.default !== null) return false;
+  const req = f.required ?? 'never';
+  const alwaysPresent = req === 'always' || (req === 'create' && f.createOnly === true);
+  return f.nullable === true || !alwaysPresent;
 }
 
 export function refAs(name: string, f: FieldDef): string {
@@ -252,7 +260,7 @@ export function readSchema(def: ResourceDef, extra: Record<string, TSchema> = {}
   };
   if (def.system) props.isSystem = Type.Boolean();
   for (const [name, f] of Object.entries(def.fields)) {
-    if (f.writeOnly) continue;
+    if (f.writeOnly || f.virtual) continue;
     props[name] = maybeNull(valueSchema(f), isNullableColumn(f));
     if (f.kind === 'ref') props[refAs(name, f)] = Type.Union([EntityRefSchema, Type.Null()]);
   }
@@ -290,7 +298,7 @@ export function filterSpec(def: ResourceDef): FilterSpec {
   if (def.system) entries.push({ name: 'isSystem', type: 'boolean', column: 'is_system' });
   for (const [name, f] of Object.entries(def.fields)) {
     const type = FILTER_TYPE[f.kind];
-    if (f.writeOnly || !type || f.filterable === false) continue;
+    if (f.writeOnly || f.virtual || !type || f.filterable === false) continue;
     entries.push({ name, type, column: columnOf(name, f) });
   }
   const sortable = new Set(
@@ -366,6 +374,7 @@ export function tableSpec(def: ResourceDef, tableOf: (collection: string) => str
   const unique: string[] = [];
   const references: TableSpec['references'] = [];
   for (const [name, f] of Object.entries(def.fields)) {
+    if (f.virtual) continue;
     const column = columnOf(name, f);
     columns.push({ name: column, type: COLUMN_TYPE[f.kind], nullable: isNullableColumn(f) });
     if (f.unique) unique.push(column);

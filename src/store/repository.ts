@@ -57,7 +57,7 @@ export class Repository {
     ];
     if (def.system) columns.push({ field: 'isSystem', column: 'is_system', type: 'boolean' });
     for (const [name, f] of Object.entries(def.fields)) {
-      columns.push({ field: name, column: columnOf(name, f), type: KIND_TYPE[f.kind] });
+      if (!f.virtual) columns.push({ field: name, column: columnOf(name, f), type: KIND_TYPE[f.kind] });
     }
     this.columns = columns;
     this.byField = new Map(columns.map((c) => [c.field, c]));

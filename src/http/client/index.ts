@@ -1,8 +1,8 @@
 // The Edge Client API's own routes (beyond the informational ones).
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { edgeAuthRoutes } from '../edge-auth-routes.js';
 
 export function clientRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  edgeAuthRoutes(app, core);
 }

@@ -1,8 +1,68 @@
 // The Edge Management API's own routes (beyond the informational ones).
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { disableIdentity, enableIdentity } from '../../domain/identities.js';
+import { ApiSessionExtra } from '../../domain/api-sessions.js';
+import { notFound } from '../../errors.js';
+import { readSchema } from '../../resources/kit.js';
+import { authenticators as authenticatorsDef } from '../../resources/authenticators.js';
+import { EMPTY, envelope } from '../envelope.js';
+import { routeAuth } from '../auth-requirements.js';
+import { edgeAuthRoutes } from '../edge-auth-routes.js';
+import { IdentityReadExtra } from '../identity-schemas.js';
+import { dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  const flavor = core.store.dialect.flavor;
+  const r = core.resources;
+  edgeAuthRoutes(app, core);
+  registerResourceRoutes(app, r.get('identity-types'), flavor);
+  registerResourceRoutes(app, r.get('auth-policies'), flavor);
+  registerResourceRoutes(app, r.get('identities'), flavor, { readExtra: IdentityReadExtra });
+  registerResourceRoutes(app, r.get('authenticators'), flavor);
+  registerResourceRoutes(app, r.get('api-sessions'), flavor, { readExtra: ApiSessionExtra });
+
+  const identities = r.get('identities');
+  const authenticators = r.get('authenticators');
+  app.get('/identities/:id/authenticators', {
+    config: { auth: routeAuth('identity', 'read') },
+    schema: {
+      operationId: 'getIdentityAuthenticators',
+      tags: ['identities'],
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(authenticatorsDef))) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      if (!(await identities.repo.exists(core.store.db, id))) throw notFound('identity', id);
+      const rows = await core.store.db.selectFrom('authenticators').selectAll().where('identity_id', '=', id).orderBy('id').execute();
+      return envelope(await authenticators.present(core.store.db, rows.map((row) => authenticators.repo.fromRow(row))));
+    },
+  });
+
+  app.post('/identities/:id/disable', {
+    config: { auth: routeAuth('identity', 'update') },
+    schema: {
+      operationId: 'disableIdentity',
+      tags: ['identities'],
+      params: IdParams,
+      body: Type.Object({ durationMinutes: Type.Integer({ minimum: 0, maximum: 5_256_000 }) }),
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      const { durationMinutes } = request.body as { durationMinutes: number };
+      await disableIdentity(r, core.identities, core.clock, id, durationMinutes);
+      return envelope(EMPTY);
+    },
+  });
+
+  app.post('/identities/:id/enable', {
+    config: { auth: routeAuth('identity', 'update') },
+    schema: { operationId: 'enableIdentity', tags: ['identities'], params: IdParams },
+    handler: async (request) => {
+      await enableIdentity(r, core.identities, (request.params as { id: string }).id);
+      return envelope(EMPTY);
+    },
+  });
 }

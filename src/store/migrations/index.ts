@@ -1,5 +1,6 @@
 // The append-only list of migrations. Never edit or reorder an entry that has shipped; add one.
 import type { StoreMigration } from '../store.js';
 import { m0001Base } from './0001-base.js';
+import { m0002Identities } from './0002-identities.js';
 
-export const migrations: readonly StoreMigration[] = [m0001Base];
+export const migrations: readonly StoreMigration[] = [m0001Base, m0002Identities];

@@ -1,0 +1,215 @@
+// Legacy API sessions: opaque tokens stored only as hashes, resolved from memory on the hot path,
+// with a sliding expiry. Activity is recorded in memory and written in batches; a sweep removes
+// expired sessions.
+import { iso, type Clock } from '../clock.js';
+import { newUuid } from '../ids.js';
+import type { Repository } from '../store/repository.js';
+import type { Store } from '../store/store.js';
+import { hashToken, newToken } from './tokens.js';
+
+export interface ApiSession {
+  id: string;
+  tokenHash: string;
+  identityId: string;
+  authenticatorId: string | null;
+  authMethod: string;
+  configTypes: string[];
+  ipAddress: string | null;
+  createdAt: number;
+  lastActivityAt: number;
+  /** lastActivityAt as last written to the store. */
+  storedActivityAt: number;
+  isMfaRequired: boolean;
+  isMfaComplete: boolean;
+  isCertExtendable: boolean;
+  improperClientCertChain: boolean;
+  tags: Record<string, string | boolean | null>;
+}
+
+export type NewApiSession = Pick<
+  ApiSession,
+  'identityId' | 'authenticatorId' | 'authMethod' | 'configTypes' | 'ipAddress' | 'isMfaRequired' | 'isCertExtendable'
+>;
+
+export class ApiSessions {
+  private readonly byHash = new Map<string, ApiSession>();
+  private readonly byId = new Map<string, ApiSession>();
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly repo: Repository,
+    private readonly clock: Clock,
+    /** Idle time after which a session expires, ms. */
+    readonly timeout: number,
+  ) {}
+
+  expiresAt(s: ApiSession): number {
+    return s.lastActivityAt + this.timeout;
+  }
+
+  /** Creates a session; answers it with the one-time visible token. */
+  async create(values: NewApiSession): Promise<{ session: ApiSession; token: string }> {
+    const token = newToken();
+    const now = this.clock();
+    const session: ApiSession = {
+      ...values,
+      id: newUuid(),
+      tokenHash: hashToken(token),
+      createdAt: now,
+      lastActivityAt: now,
+      storedActivityAt: now,
+      isMfaComplete: false,
+      improperClientCertChain: false,
+      tags: {},
+    };
+    await this.repo.insert(this.store.db, {
+      id: session.id,
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      tags: {},
+      tokenHash: session.tokenHash,
+      identityId: session.identityId,
+      authenticatorId: session.authenticatorId,
+      authMethod: session.authMethod,
+      configTypes: session.configTypes,
+      ipAddress: session.ipAddress,
+      lastActivityAt: iso(now),
+      isMfaRequired: session.isMfaRequired,
+      isMfaComplete: false,
+      isCertExtendable: session.isCertExtendable,
+      improperClientCertChain: false,
+    });
+    this.remember(session);
+    return { session, token };
+  }
+
+  /** The live session of a token, or undefined when unknown or expired. */
+  async resolve(token: string): Promise<ApiSession | undefined> {
+    const tokenHash = hashToken(token);
+    let session = this.byHash.get(tokenHash);
+    if (!session) {
+      const row = await this.store.db
+        .selectFrom(this.repo.table)
+        .selectAll()
+        .where('token_hash', '=', tokenHash)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      session = this.fromEntity(this.repo.fromRow(row as Record<string, unknown>));
+      this.remember(session);
+    }
+    if (this.clock() >= this.expiresAt(session)) {
+      await this.delete(session.id);
+      return undefined;
+    }
+    return session;
+  }
+
+  /** Counts a request as activity: the expiry slides; the store learns of it in the next batch. */
+  touch(session: ApiSession): void {
+    session.lastActivityAt = Math.max(session.lastActivityAt, this.clock());
+  }
+
+  async setMfaComplete(session: ApiSession): Promise<void> {
+    session.isMfaComplete = true;
+    await this.store.db
+      .updateTable(this.repo.table)
+      .set(this.repo.toRow({ isMfaComplete: true, updatedAt: iso(this.clock()) }))
+      .where('id', '=', session.id)
+      .execute();
+  }
+
+  /** Cached state of a session by id (the stored row may be older). */
+  cached(id: string): ApiSession | undefined {
+    return this.byId.get(id);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    this.forget(id);
+    return this.repo.delete(this.store.db, id);
+  }
+
+  /** Forgets sessions the store no longer has (deleted with their identity, or by another path). */
+  forget(id: string): void {
+    const s = this.byId.get(id);
+    if (!s) return;
+    this.byId.delete(id);
+    this.byHash.delete(s.tokenHash);
+  }
+
+  forgetIdentity(identityId: string): void {
+    for (const s of [...this.byId.values()]) if (s.identityId === identityId) this.forget(s.id);
+  }
+
+  /** Writes recorded activity in one transaction. */
+  async flush(): Promise<number> {
+    const dirty = [...this.byId.values()].filter((s) => s.lastActivityAt !== s.storedActivityAt);
+    if (dirty.length === 0) return 0;
+    await this.store.transaction(async (tx) => {
+      for (const s of dirty) {
+        await tx
+          .updateTable(this.repo.table)
+          .set(this.repo.toRow({ lastActivityAt: iso(s.lastActivityAt) }))
+          .where('id', '=', s.id)
+          .execute();
+      }
+    });
+    for (const s of dirty) s.storedActivityAt = s.lastActivityAt;
+    return dirty.length;
+  }
+
+  /** Removes expired sessions from memory and the store. */
+  async sweep(): Promise<number> {
+    await this.flush();
+    const cutoff = iso(this.clock() - this.timeout);
+    const expired = await this.store.db
+      .selectFrom(this.repo.table)
+      .select('id')
+      .where('last_activity_at', '<=', cutoff)
+      .execute();
+    for (const { id } of expired) this.forget(id as string);
+    if (expired.length > 0) {
+      await this.store.db.deleteFrom(this.repo.table).where('last_activity_at', '<=', cutoff).execute();
+    }
+    return expired.length;
+  }
+
+  /** Starts the periodic flush and sweep; timers never keep the process alive. */
+  start(flushEveryMs = 5_000, sweepEveryMs = 60_000): void {
+    const run = (fn: () => Promise<number>) => () => void fn().catch(() => undefined);
+    this.timers = [setInterval(run(() => this.flush()), flushEveryMs), setInterval(run(() => this.sweep()), sweepEveryMs)];
+    for (const t of this.timers) t.unref();
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.flush();
+  }
+
+  private remember(s: ApiSession): void {
+    this.byHash.set(s.tokenHash, s);
+    this.byId.set(s.id, s);
+  }
+
+  private fromEntity(e: Record<string, unknown>): ApiSession {
+    const last = Date.parse(e.lastActivityAt as string);
+    return {
+      id: e.id as string,
+      tokenHash: e.tokenHash as string,
+      identityId: e.identityId as string,
+      authenticatorId: (e.authenticatorId as string | null) ?? null,
+      authMethod: e.authMethod as string,
+      configTypes: (e.configTypes as string[]) ?? [],
+      ipAddress: (e.ipAddress as string | null) ?? null,
+      createdAt: Date.parse(e.createdAt as string),
+      lastActivityAt: last,
+      storedActivityAt: last,
+      isMfaRequired: e.isMfaRequired === true,
+      isMfaComplete: e.isMfaComplete === true,
+      isCertExtendable: e.isCertExtendable === true,
+      improperClientCertChain: e.improperClientCertChain === true,
+      tags: (e.tags as ApiSession['tags']) ?? {},
+    };
+  }
+}

@@ -1,0 +1,20 @@
+// Who may do what on the Management API: pure, from the identity's flags and permissions.
+import type { Action } from '../http/auth-requirements.js';
+
+export interface Permitted {
+  isAdmin: boolean;
+  permissions: readonly string[];
+}
+
+/**
+ * Admins may do everything. Otherwise `admin_readonly` grants every read, `<group>` every action of
+ * that group and `<group>.<action>` that one action; a null group is for admins only (and, for
+ * reads, admin_readonly).
+ */
+export function allows(caller: Permitted, group: string | null, action: Action): boolean {
+  if (caller.isAdmin) return true;
+  const granted = new Set(caller.permissions);
+  if (action === 'read' && granted.has('admin_readonly')) return true;
+  if (group === null) return false;
+  return granted.has(group) || granted.has(`${group}.${action}`);
+}

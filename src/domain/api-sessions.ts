@@ -1,0 +1,126 @@
+// API sessions as answered to clients and admins. The token is shown once, to the caller that
+// authenticated; no other answer ever carries it or its hash.
+import { Type } from '@sinclair/typebox';
+import { iso } from '../clock.js';
+import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
+import { entityRef, EntityRefSchema } from '../resources/kit.js';
+import type { ResourceBehaviour } from './resources.js';
+
+export const AuthQuerySchema = Type.Object({
+  typeId: Type.String(),
+  provider: Type.String(),
+  format: Type.String(),
+  httpMethod: Type.String(),
+  httpUrl: Type.String(),
+  minLength: Type.Integer(),
+  maxLength: Type.Integer(),
+  isTotpEnrolled: Type.Boolean(),
+});
+
+/** Computed fields of every API session answer. */
+export const ApiSessionExtra = {
+  cachedLastActivityAt: Type.String({ format: 'date-time' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+  expirationSeconds: Type.Integer(),
+  authQueries: Type.Array(AuthQuerySchema),
+  isCertExtendRequested: Type.Boolean(),
+  isCertKeyRollRequested: Type.Boolean(),
+};
+
+export function authQueries(s: Pick<ApiSession, 'isMfaRequired' | 'isMfaComplete'>, isTotpEnrolled: boolean) {
+  if (!s.isMfaRequired || s.isMfaComplete) return [];
+  return [
+    {
+      typeId: 'MFA',
+      provider: 'overlay',
+      format: 'alphaNumeric',
+      httpMethod: 'POST',
+      httpUrl: './authenticate/mfa',
+      minLength: 6,
+      maxLength: 6,
+      isTotpEnrolled,
+    },
+  ];
+}
+
+function expiry(sessions: ApiSessions, lastActivityAt: number, now: number) {
+  const expiresAt = lastActivityAt + sessions.timeout;
+  return {
+    cachedLastActivityAt: iso(lastActivityAt),
+    expiresAt: iso(expiresAt),
+    expirationSeconds: Math.max(0, Math.floor((expiresAt - now) / 1000)),
+  };
+}
+
+/** The answer of authenticate and GET /current-api-session. */
+export function sessionAnswer(
+  sessions: ApiSessions,
+  s: ApiSession,
+  identityName: string,
+  now: number,
+): Record<string, unknown> {
+  return {
+    _links: { self: { href: `./api-sessions/${s.id}` }, sessions: { href: `./api-sessions/${s.id}/sessions` } },
+    id: s.id,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.lastActivityAt),
+    tags: s.tags,
+    identityId: s.identityId,
+    identity: entityRef('identities', s.identityId, identityName),
+    authenticatorId: s.authenticatorId,
+    configTypes: s.configTypes,
+    ipAddress: s.ipAddress,
+    lastActivityAt: iso(s.storedActivityAt),
+    isMfaRequired: s.isMfaRequired,
+    isMfaComplete: s.isMfaComplete,
+    isCertExtendable: s.isCertExtendable,
+    isCertExtendRequested: false,
+    isCertKeyRollRequested: false,
+    improperClientCertChain: s.improperClientCertChain,
+    authQueries: authQueries(s, false),
+    ...expiry(sessions, s.lastActivityAt, now),
+  };
+}
+
+export const SessionAnswerSchema = Type.Object({
+  _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })),
+  id: Type.String(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  tags: Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean(), Type.Null()])),
+  token: Type.Optional(Type.String()),
+  identityId: Type.String(),
+  identity: EntityRefSchema,
+  authenticatorId: Type.Union([Type.String(), Type.Null()]),
+  configTypes: Type.Array(Type.String()),
+  ipAddress: Type.Union([Type.String(), Type.Null()]),
+  lastActivityAt: Type.String(),
+  isMfaRequired: Type.Boolean(),
+  isMfaComplete: Type.Boolean(),
+  isCertExtendable: Type.Boolean(),
+  improperClientCertChain: Type.Boolean(),
+  ...ApiSessionExtra,
+});
+
+export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): ResourceBehaviour {
+  return {
+    async afterDelete(ctx, prev) {
+      ctx.afterCommit(() => sessions.forget(prev.id));
+    },
+    async decorate(_ex, entities, answers) {
+      for (const [i, e] of entities.entries()) {
+        const cached = sessions.cached(e.id);
+        const last = cached?.lastActivityAt ?? Date.parse(e.lastActivityAt as string);
+        Object.assign(answers[i]!, {
+          ...expiry(sessions, last, now()),
+          authQueries: authQueries(
+            { isMfaRequired: e.isMfaRequired === true, isMfaComplete: cached?.isMfaComplete ?? e.isMfaComplete === true },
+            false,
+          ),
+          isCertExtendRequested: false,
+          isCertKeyRollRequested: false,
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,111 @@
+// Identities beyond CRUD: defaults, the protected default admin, computed read fields, and
+// disable / enable taking effect on live sessions at once.
+import { sql } from 'kysely';
+import { ApiError, fieldError, notFound } from '../errors.js';
+import { iso, type Clock } from '../clock.js';
+import type { ApiSessions } from '../auth/api-sessions.js';
+import type { IdentityDirectory } from '../auth/identity-directory.js';
+import type { Entity } from '../store/repository.js';
+import type { ResourceBehaviour, Resources } from './resources.js';
+
+export interface IdentityDeps {
+  directory: IdentityDirectory;
+  sessions: ApiSessions;
+}
+
+export function identityBehaviour(deps: IdentityDeps): ResourceBehaviour {
+  return {
+    async validate(_ctx, next, prev) {
+      if (next.enrollment !== undefined && next.enrollment !== null) {
+        throw fieldError('enrollment', 'enrollments are created with POST /enrollments');
+      }
+      if (prev?.isDefaultAdmin === true && next.isAdmin !== true) {
+        throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', 'the default admin stays an admin', {
+          field: 'isAdmin',
+          reason: 'the default admin stays an admin',
+          value: next.isAdmin,
+        });
+      }
+    },
+    async afterWrite(ctx, next) {
+      ctx.afterCommit(() => deps.directory.invalidate(next.id));
+    },
+    async beforeDelete(_ctx, prev) {
+      if (prev.isDefaultAdmin === true) {
+        throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
+      }
+    },
+    async afterDelete(ctx, prev) {
+      ctx.afterCommit(() => {
+        deps.directory.invalidate(prev.id);
+        deps.sessions.forgetIdentity(prev.id);
+      });
+    },
+    async decorate(ex, entities, answers) {
+      const ids = entities.map((e) => e.id);
+      if (ids.length === 0) return;
+      const auths = await ex
+        .selectFrom('authenticators')
+        .select(['id', 'identity_id', 'method', 'username', 'fingerprint'])
+        .where('identity_id', 'in', ids)
+        .execute();
+      const sessions = await ex
+        .selectFrom('api_sessions')
+        .select(['identity_id', sql<number>`count(*)`.as('n')])
+        .where('identity_id', 'in', ids)
+        .groupBy('identity_id')
+        .execute();
+      const withSession = new Set(sessions.map((s) => s.identity_id as string));
+      for (const [i, e] of entities.entries()) {
+        const mine = auths.filter((a) => a.identity_id === e.id);
+        const updb = mine.find((a) => a.method === 'updb');
+        const cert = mine.find((a) => a.method === 'cert');
+        Object.assign(answers[i]!, {
+          typeId: e.type,
+          authenticators: {
+            ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
+            ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
+          },
+          hasApiSession: withSession.has(e.id),
+          isMfaEnabled: false,
+          hasEdgeRouterConnection: false,
+          edgeRouterConnectionStatus: 'offline',
+        });
+      }
+    },
+  };
+}
+
+/** Disables an identity for `minutes` (0: until enabled); its sessions are refused at once. */
+export async function disableIdentity(
+  resources: Resources,
+  directory: IdentityDirectory,
+  clock: Clock,
+  id: string,
+  minutes: number,
+): Promise<void> {
+  const repo = resources.get('identities').repo;
+  await resources.write(async (ctx) => {
+    const now = clock();
+    const values = {
+      disabled: true,
+      disabledAt: iso(now),
+      disabledUntil: minutes > 0 ? iso(now + minutes * 60_000) : null,
+      updatedAt: ctx.now,
+    };
+    if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
+    ctx.afterCommit(() => directory.invalidate(id));
+  });
+}
+
+export async function enableIdentity(resources: Resources, directory: IdentityDirectory, id: string): Promise<void> {
+  const repo = resources.get('identities').repo;
+  await resources.write(async (ctx) => {
+    const values = { disabled: false, disabledAt: null, disabledUntil: null, updatedAt: ctx.now };
+    if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
+    await ctx.tx.updateTable('authenticators').set({ failed_attempts: 0 }).where('identity_id', '=', id).execute();
+    ctx.afterCommit(() => directory.invalidate(id));
+  });
+}
+
+export type IdentityEntity = Entity;

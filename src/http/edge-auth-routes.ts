@@ -1,0 +1,206 @@
+// Routes both Edge APIs share: authenticate, the current API session and the current identity
+// with its own authenticators.
+import { X509Certificate } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
+import { Type } from '@sinclair/typebox';
+import { sql, type SqlBool } from 'kysely';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError, fieldError, notFound } from '../errors.js';
+import type { Core } from '../app/core.js';
+import { login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
+import { verifyPassword } from '../auth/passwords.js';
+import { sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
+import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
+import { patchSchema, readSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
+import { authenticators as authenticatorsDef } from '../resources/authenticators.js';
+import { identities as identitiesDef } from '../resources/identities.js';
+import { EMPTY, envelope } from './envelope.js';
+import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
+import { expiryHeaders, principalOf } from './credentials.js';
+import { listMeta, parseList } from './list.js';
+import { dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
+import { IdentityReadExtra } from './identity-schemas.js';
+
+const AuthenticateBody = Type.Object(
+  {
+    username: Type.Optional(Type.String({ minLength: 4, maxLength: 100 })),
+    password: Type.Optional(Type.String({ minLength: 5, maxLength: 100 })),
+    configTypes: Type.Optional(Type.Array(Type.String({ maxLength: MAX_NAME }), { maxItems: 100 })),
+    envInfo: Type.Optional(EnvInfoSchema),
+    sdkInfo: Type.Optional(SdkInfoSchema),
+  },
+  { additionalProperties: true },
+);
+
+const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: true });
+
+function peerCertificate(request: FastifyRequest): X509Certificate | undefined {
+  const socket = request.raw.socket as TLSSocket;
+  if (typeof socket.getPeerCertificate !== 'function') return undefined;
+  const peer = socket.getPeerCertificate();
+  if (!peer || !peer.raw) return undefined;
+  try {
+    return new X509Certificate(peer.raw);
+  } catch {
+    return undefined;
+  }
+}
+
+const authenticatorRead = readSchema(authenticatorsDef);
+const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 100 }) };
+
+export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
+  const tags = ['authentication'];
+
+  app.post('/authenticate', {
+    config: { auth: PUBLIC },
+    schema: { operationId: 'authenticate', tags, querystring: AuthenticateQuery, body: Type.Optional(AuthenticateBody) },
+    handler: async (request, reply) => {
+      const method = (request.query as { method?: string }).method;
+      if (!method || !LOGIN_METHODS.includes(method as LoginMethod)) {
+        throw new ApiError('INVALID_AUTH_METHOD', `method must be one of ${LOGIN_METHODS.join(', ')}`, {
+          field: 'method',
+          reason: `must be one of ${LOGIN_METHODS.join(', ')}`,
+          value: method ?? null,
+        });
+      }
+      const body = (request.body ?? {}) as {
+        username?: string;
+        password?: string;
+        configTypes?: string[];
+        envInfo?: Record<string, string>;
+        sdkInfo?: Record<string, string>;
+      };
+      if (method === 'password') {
+        if (body.username === undefined) throw fieldError('username', 'is required');
+        if (body.password === undefined) throw fieldError('password', 'is required');
+      }
+      const result = await login(core, {
+        method: method as LoginMethod,
+        username: body.username,
+        password: body.password,
+        peerCertificate: peerCertificate(request),
+        ipAddress: request.ip,
+        configTypes: [...new Set(body.configTypes ?? [])],
+        envInfo: body.envInfo,
+        sdkInfo: body.sdkInfo,
+      });
+      reply.header('overlay-session', result.token).header('cache-control', 'no-store');
+      expiryHeaders(core, reply, result.session);
+      return envelope({
+        ...sessionAnswer(core.sessions, result.session, result.identity.name as string, core.clock()),
+        token: result.token,
+      });
+    },
+  });
+
+  app.get('/current-api-session', {
+    config: { auth: PARTIAL_SESSION },
+    schema: { operationId: 'getCurrentAPISession', tags, response: { 200: dataEnvelopeSchema(SessionAnswerSchema) } },
+    handler: async (request) => {
+      const { session, identity } = principalOf(request);
+      return envelope(sessionAnswer(core.sessions, session, identity.name, core.clock()));
+    },
+  });
+
+  app.delete('/current-api-session', {
+    config: { auth: PARTIAL_SESSION },
+    schema: { operationId: 'deleteCurrentApiSession', tags },
+    handler: async (request, reply) => {
+      const { session } = principalOf(request);
+      await core.sessions.delete(session.id);
+      reply.removeHeader('expiration-seconds').removeHeader('expires-at');
+      return envelope(EMPTY);
+    },
+  });
+
+  const identities = core.resources.get('identities');
+  app.get('/current-identity', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'getCurrentIdentity',
+      tags: ['current-identity'],
+      response: { 200: dataEnvelopeSchema(readSchema(identitiesDef, IdentityReadExtra)) },
+    },
+    handler: async (request) => envelope(await identities.get(principalOf(request).identity.id)),
+  });
+
+  // The caller's own authenticators: scoped to the caller before any filter.
+  const authenticators = core.resources.get('authenticators');
+  const own = async (request: FastifyRequest) => {
+    const { id } = request.params as { id: string };
+    const entity = await authenticators.repo.get(core.store.db, id);
+    if (!entity || entity.identityId !== principalOf(request).identity.id) throw notFound('authenticator', id);
+    return entity;
+  };
+  const checkCurrentPassword = async (entity: Record<string, unknown>, currentPassword: string) => {
+    const check = await verifyPassword(entity.passwordHash as string | null, currentPassword);
+    if (!check.ok) {
+      throw new ApiError('INVALID_AUTH', 'the current password is not correct', {
+        field: 'currentPassword',
+        reason: 'is not correct',
+      });
+    }
+  };
+  const ctags = ['current-identity'];
+
+  app.get('/current-identity/authenticators', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listCurrentIdentityAuthenticators',
+      tags: ctags,
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(authenticatorRead)) },
+    },
+    handler: async (request) => {
+      const list = parseList(request.query as Record<string, unknown>, authenticators.filter, core.store.dialect.flavor);
+      const { items, total } = await authenticators.list({
+        ...list.query,
+        scope: ownedBy(principalOf(request).identity.id),
+      });
+      return envelope(items, listMeta(list, total, authenticators.filter));
+    },
+  });
+
+  app.get('/current-identity/authenticators/:id', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'detailCurrentIdentityAuthenticator',
+      tags: ctags,
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(authenticatorRead) },
+    },
+    handler: async (request) => {
+      const entity = await own(request);
+      const [answer] = await authenticators.present(core.store.db, [entity]);
+      return envelope(answer);
+    },
+  });
+
+  const patchBody = Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]);
+  const updateBody = Type.Composite([updateSchema(authenticatorsDef), Type.Object(WithCurrent)]);
+  for (const [verb, body, operationId] of [
+    ['patch', patchBody, 'patchCurrentIdentityAuthenticator'],
+    ['put', updateBody, 'updateCurrentIdentityAuthenticator'],
+  ] as const) {
+    app.route({
+      method: verb === 'patch' ? 'PATCH' : 'PUT',
+      url: '/current-identity/authenticators/:id',
+      config: { auth: SESSION },
+      schema: { operationId, tags: ctags, params: IdParams, body },
+      handler: async (request) => {
+        const entity = await own(request);
+        const { currentPassword, ...changes } = request.body as Record<string, unknown> & { currentPassword: string };
+        if (entity.method !== 'updb') throw fieldError('method', 'only username/password authenticators can be changed');
+        await checkCurrentPassword(entity, currentPassword);
+        if (verb === 'patch') await authenticators.patch(entity.id, changes);
+        else await authenticators.update(entity.id, changes);
+        return envelope(EMPTY);
+      },
+    });
+  }
+}
+
+function ownedBy(identityId: string) {
+  return sql<SqlBool>`identity_id = ${identityId}`;
+}

@@ -1,0 +1,86 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import { field, MAX_NAME, type ResourceDef } from './kit.js';
+
+const SignerIds = Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: MAX_NAME }), { maxItems: 100 }), Type.Null()]);
+
+const primaryParts = {
+  cert: {
+    allowed: Type.Boolean(),
+    allowExpiredCerts: Type.Boolean(),
+  },
+  extJwt: {
+    allowed: Type.Boolean(),
+    allowedSigners: SignerIds,
+  },
+  updb: {
+    allowed: Type.Boolean(),
+    lockoutDurationMinutes: Type.Integer({ minimum: 0, maximum: 525_600 }),
+    maxAttempts: Type.Integer({ minimum: 0, maximum: 10_000 }),
+    minPasswordLength: Type.Integer({ minimum: 5, maximum: 100 }),
+    requireMixedCase: Type.Boolean(),
+    requireNumberChar: Type.Boolean(),
+    requireSpecialChar: Type.Boolean(),
+  },
+};
+
+function objectOf(parts: Record<string, Record<string, TSchema>>, partial: boolean): TSchema {
+  const props: Record<string, TSchema> = {};
+  for (const [k, inner] of Object.entries(parts)) {
+    const obj = partial
+      ? Type.Object(Object.fromEntries(Object.entries(inner).map(([n, s]) => [n, Type.Optional(s)])))
+      : Type.Object(inner);
+    props[k] = partial ? Type.Optional(obj) : obj;
+  }
+  return Type.Object(props);
+}
+
+const secondaryParts = {
+  requireTotp: Type.Boolean(),
+  requireExtJwtSigner: Type.Union([Type.String({ minLength: 1, maxLength: MAX_NAME }), Type.Null()]),
+};
+
+export const DEFAULT_PRIMARY = {
+  cert: { allowed: true, allowExpiredCerts: true },
+  extJwt: { allowed: true, allowedSigners: null },
+  updb: {
+    allowed: true,
+    lockoutDurationMinutes: 0,
+    maxAttempts: 0,
+    minPasswordLength: 5,
+    requireMixedCase: false,
+    requireNumberChar: false,
+    requireSpecialChar: false,
+  },
+};
+export const DEFAULT_SECONDARY = { requireTotp: false, requireExtJwtSigner: null };
+
+export interface AuthPolicyRules {
+  primary: typeof DEFAULT_PRIMARY & { extJwt: { allowedSigners: string[] | null } };
+  secondary: { requireTotp: boolean; requireExtJwtSigner: string | null };
+}
+
+export const DEFAULT_AUTH_POLICY_ID = 'default';
+
+export const authPolicies: ResourceDef = {
+  name: 'auth-policies',
+  label: 'auth policy',
+  table: 'auth_policies',
+  permission: 'auth-policy',
+  system: true,
+  operationIds: { list: 'listAuthPolicies' },
+  fields: {
+    name: field.name(),
+    primary: field.json(objectOf(primaryParts, false), 'primary authentication methods and their rules', {
+      required: 'always',
+      patchSchema: objectOf(primaryParts, true),
+      default: DEFAULT_PRIMARY,
+    }),
+    secondary: field.json(Type.Object(secondaryParts), 'secondary factors required after the primary one', {
+      required: 'always',
+      patchSchema: Type.Object(
+        Object.fromEntries(Object.entries(secondaryParts).map(([n, s]) => [n, Type.Optional(s)])),
+      ),
+      default: DEFAULT_SECONDARY,
+    }),
+  },
+};

@@ -1,0 +1,37 @@
+import { field, MAX_NAME, type ResourceDef } from './kit.js';
+
+export const MAX_CERT_PEM = 16 * 1024;
+
+export const authenticators: ResourceDef = {
+  name: 'authenticators',
+  label: 'authenticator',
+  table: 'authenticators',
+  permission: 'identity',
+  links: ['identities'],
+  fields: {
+    method: field.enum(['updb', 'cert'], 'updb (username and password) or cert', { required: 'create', createOnly: true }),
+    identityId: field.ref('identities', 'the identity it authenticates', {
+      required: 'create',
+      createOnly: true,
+      ref: { collection: 'identities', onDelete: 'cascade' },
+    }),
+    username: field.string('updb only', { minLength: 4, maxLength: 100, nullable: true, unique: true, required: 'update' }),
+    password: field.string('updb only; stored as an Argon2id hash', {
+      minLength: 5,
+      maxLength: 100,
+      writeOnly: true,
+      virtual: true,
+      required: 'update',
+    }),
+    certPem: field.string('cert only: the PEM certificate', { maxLength: MAX_CERT_PEM, createOnly: true, nullable: true, filterable: false }),
+    fingerprint: field.string('SHA-1 fingerprint of the certificate', { readOnly: true, nullable: true, unique: true, maxLength: MAX_NAME }),
+    isIssuedByNetwork: field.boolean('the certificate was issued by the controller', { readOnly: true, default: false }),
+    isExtendRequested: field.boolean('flagged for extension', { readOnly: true, default: false }),
+    isKeyRollRequested: field.boolean('extension should roll keys', { readOnly: true, default: false }),
+    extendRequestedAt: field.datetime('when extension was requested', { readOnly: true, nullable: true }),
+    lastAuthResolvedToRoot: field.boolean('the last certificate login chained to a root', { readOnly: true, default: false }),
+    lastExtendRolledKeys: field.boolean('the last extension rolled keys', { readOnly: true, default: false }),
+    passwordHash: field.string('Argon2id PHC string', { readOnly: true, writeOnly: true, nullable: true, maxLength: 512 }),
+    failedAttempts: field.integer('consecutive failed logins', { readOnly: true, writeOnly: true, default: 0 }),
+  },
+};

@@ -1,0 +1,14 @@
+import { field, type ResourceDef } from './kit.js';
+
+export const IDENTITY_TYPES = ['User', 'Device', 'Service', 'Router', 'Default'] as const;
+
+export const identityTypes: ResourceDef = {
+  name: 'identity-types',
+  label: 'identity type',
+  table: 'identity_types',
+  permission: 'identity',
+  operations: ['list', 'get'],
+  fields: {
+    name: field.name('name of the identity type'),
+  },
+};
