@@ -1,0 +1,63 @@
+// The controller under benchmark: the real app with one extra route, the baseline, served by the same
+// TLS listener. Prints one JSON line to stdout when it listens ({"ready":true,"url":...}); logs go to
+// stderr. Stops on SIGTERM or SIGINT.
+//
+//   node dist/bench/server.js --data-dir <dir> [--listen 127.0.0.1:0] [--log-level warn]
+//
+// The data directory also comes from OVERLAY_DATA_DIR, the address from OVERLAY_LISTEN.
+import { parseArgs } from 'node:util';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { createApp } from '../src/app/app.js';
+import { loadConfig } from '../src/config/index.js';
+import { envelope } from '../src/http/envelope.js';
+import { BASELINE_PATH } from './scenarios.js';
+
+const BASELINE_BODY = JSON.stringify(envelope({}));
+
+function baselineRoute(app: FastifyInstance): void {
+  app.get(BASELINE_PATH, (_req, reply) => reply.type('application/json; charset=utf-8').send(BASELINE_BODY));
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      'data-dir': { type: 'string' },
+      listen: { type: 'string' },
+      'log-level': { type: 'string', default: 'warn' },
+    },
+  });
+  const config = loadConfig(
+    {
+      ...(values['data-dir'] !== undefined ? { dataDir: values['data-dir'] } : {}),
+      listen: values.listen ?? process.env.OVERLAY_LISTEN ?? '127.0.0.1:0',
+      logLevel: values['log-level'],
+    },
+    process.env,
+  );
+  const log = pino({ level: config.log.level }, pino.destination(2));
+  const app = await createApp(config, { log, server: { extraRoutes: baselineRoute } });
+
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  const [url] = await app.listen();
+  process.stdout.write(JSON.stringify({ ready: true, url }) + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench server: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});
