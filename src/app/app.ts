@@ -18,6 +18,7 @@ import { ApiSessions } from '../auth/api-sessions.js';
 import { IdentityDirectory } from '../auth/identity-directory.js';
 import { FailureThrottle } from '../auth/throttle.js';
 import { seed } from '../domain/seed.js';
+import { IdentityAnswers } from '../domain/identities.js';
 import { Repository } from '../store/repository.js';
 import { apiSessions as apiSessionsDef } from '../resources/api-sessions.js';
 import { identities as identitiesDef } from '../resources/identities.js';
@@ -109,7 +110,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
 
     const resources = new Resources(store, clock);
-    const sessions = new ApiSessions(store, new Repository(apiSessionsDef, store.dialect), clock, config.edge.api.sessionTimeout);
+    const sessions = new ApiSessions(
+      store,
+      new Repository(apiSessionsDef, store.dialect),
+      clock,
+      config.edge.api.sessionTimeout,
+      (change) => resources.changes.emit(change),
+    );
     const identities = new IdentityDirectory(store, new Repository(identitiesDef, store.dialect), clock);
     registerResources(resources, { sessions, identities, clock });
     await seed(resources, {
@@ -127,6 +134,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       build: loadBuildInfo(),
       sessions,
       identities,
+      identityAnswers: new IdentityAnswers(resources),
       loginThrottle: new FailureThrottle(clock),
       capabilities: () =>
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))

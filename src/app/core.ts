@@ -9,6 +9,7 @@ import type { BuildInfo } from '../build-info.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { FailureThrottle } from '../auth/throttle.js';
+import type { IdentityAnswers } from '../domain/identities.js';
 
 export interface Core {
   readonly config: Config;
@@ -20,6 +21,7 @@ export interface Core {
   readonly build: BuildInfo;
   readonly sessions: ApiSessions;
   readonly identities: IdentityDirectory;
+  readonly identityAnswers: IdentityAnswers;
   readonly loginThrottle: FailureThrottle;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];

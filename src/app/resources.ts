@@ -21,7 +21,17 @@ export interface ResourceDeps {
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
   resources.register(identityTypes);
   resources.register(authPolicies);
-  resources.register(identities, identityBehaviour({ directory: deps.identities, sessions: deps.sessions }));
-  resources.register(authenticators, authenticatorBehaviour((id) => deps.identities.invalidate(id)));
+  resources.register(identities, identityBehaviour());
+  resources.register(authenticators, authenticatorBehaviour());
   resources.register(apiSessions, apiSessionBehaviour(deps.sessions, deps.clock));
+
+  // What each in-memory view of the credential pipeline drops when a record moves.
+  resources.changes.subscribe((c) => {
+    if (c.collection === 'identities') {
+      deps.identities.invalidate(c.id);
+      if (c.kind === 'delete') deps.sessions.forgetIdentity(c.id);
+    } else if (c.collection === 'api-sessions' && c.kind === 'delete') {
+      deps.sessions.forget(c.id);
+    }
+  });
 }

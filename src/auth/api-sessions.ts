@@ -3,6 +3,7 @@
 // expired sessions.
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
+import type { Change } from '../domain/changes.js';
 import type { Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 import { hashToken, newToken } from './tokens.js';
@@ -42,6 +43,8 @@ export class ApiSessions {
     private readonly clock: Clock,
     /** Idle time after which a session expires, ms. */
     readonly timeout: number,
+    /** Told after a session was created or removed. */
+    private readonly onChange: (change: Change) => void = () => undefined,
   ) {}
 
   expiresAt(s: ApiSession): number {
@@ -81,6 +84,7 @@ export class ApiSessions {
       improperClientCertChain: false,
     });
     this.remember(session);
+    this.onChange({ collection: 'api-sessions', kind: 'create', id: session.id, entity: { identityId: session.identityId } });
     return { session, token };
   }
 
@@ -125,8 +129,11 @@ export class ApiSessions {
   }
 
   async delete(id: string): Promise<boolean> {
+    const identityId = this.byId.get(id)?.identityId;
     this.forget(id);
-    return this.repo.delete(this.store.db, id);
+    const deleted = await this.repo.delete(this.store.db, id);
+    if (deleted) this.onChange({ collection: 'api-sessions', kind: 'delete', id, entity: { identityId } });
+    return deleted;
   }
 
   /** Forgets sessions the store no longer has (deleted with their identity, or by another path). */
@@ -164,12 +171,14 @@ export class ApiSessions {
     const cutoff = iso(this.clock() - this.timeout);
     const expired = await this.store.db
       .selectFrom(this.repo.table)
-      .select('id')
+      .select(['id', 'identity_id'])
       .where('last_activity_at', '<=', cutoff)
       .execute();
-    for (const { id } of expired) this.forget(id as string);
-    if (expired.length > 0) {
-      await this.store.db.deleteFrom(this.repo.table).where('last_activity_at', '<=', cutoff).execute();
+    if (expired.length === 0) return 0;
+    await this.store.db.deleteFrom(this.repo.table).where('last_activity_at', '<=', cutoff).execute();
+    for (const { id, identity_id } of expired) {
+      this.forget(id as string);
+      this.onChange({ collection: 'api-sessions', kind: 'delete', id: id as string, entity: { identityId: identity_id } });
     }
     return expired.length;
   }

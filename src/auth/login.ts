@@ -74,7 +74,7 @@ async function byPassword(core: Core, req: LoginRequest): Promise<{ identity: En
     const locked = maxAttempts > 0 && attempts >= maxAttempts;
     await authenticators.update(core.store.db, authenticator.id, { failedAttempts: locked ? 0 : attempts });
     if (locked) {
-      await disableIdentity(core.resources, core.identities, core.clock, identity.id, lockoutDurationMinutes);
+      await disableIdentity(core.resources, core.clock, identity.id, lockoutDurationMinutes);
       core.log.warn({ identityId: identity.id }, 'identity locked after failed logins');
     }
     throw invalidAuth();

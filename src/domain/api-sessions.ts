@@ -104,9 +104,6 @@ export const SessionAnswerSchema = Type.Object({
 
 export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): ResourceBehaviour {
   return {
-    async afterDelete(ctx, prev) {
-      ctx.afterCommit(() => sessions.forget(prev.id));
-    },
     async decorate(_ex, entities, answers) {
       for (const [i, e] of entities.entries()) {
         const cached = sessions.cached(e.id);

@@ -28,7 +28,7 @@ export async function setPassword(ctx: WriteContext, next: Entity, password: str
   next.failedAttempts = 0;
 }
 
-export function authenticatorBehaviour(onChange: (identityId: string) => void): ResourceBehaviour {
+export function authenticatorBehaviour(): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
       if (next.method === 'updb') {
@@ -57,12 +57,6 @@ export function authenticatorBehaviour(onChange: (identityId: string) => void): 
         }
       }
       delete next.password;
-    },
-    async afterWrite(ctx, next) {
-      ctx.afterCommit(() => onChange(next.identityId as string));
-    },
-    async afterDelete(ctx, prev) {
-      ctx.afterCommit(() => onChange(prev.identityId as string));
     },
   };
 }

@@ -3,17 +3,10 @@
 import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
-import type { ApiSessions } from '../auth/api-sessions.js';
-import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { Entity } from '../store/repository.js';
 import type { ResourceBehaviour, Resources } from './resources.js';
 
-export interface IdentityDeps {
-  directory: IdentityDirectory;
-  sessions: ApiSessions;
-}
-
-export function identityBehaviour(deps: IdentityDeps): ResourceBehaviour {
+export function identityBehaviour(): ResourceBehaviour {
   return {
     async validate(_ctx, next, prev) {
       if (next.enrollment !== undefined && next.enrollment !== null) {
@@ -27,19 +20,10 @@ export function identityBehaviour(deps: IdentityDeps): ResourceBehaviour {
         });
       }
     },
-    async afterWrite(ctx, next) {
-      ctx.afterCommit(() => deps.directory.invalidate(next.id));
-    },
     async beforeDelete(_ctx, prev) {
       if (prev.isDefaultAdmin === true) {
         throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
       }
-    },
-    async afterDelete(ctx, prev) {
-      ctx.afterCommit(() => {
-        deps.directory.invalidate(prev.id);
-        deps.sessions.forgetIdentity(prev.id);
-      });
     },
     async decorate(ex, entities, answers) {
       const ids = entities.map((e) => e.id);
@@ -79,7 +63,6 @@ export function identityBehaviour(deps: IdentityDeps): ResourceBehaviour {
 /** Disables an identity for `minutes` (0: until enabled); its sessions are refused at once. */
 export async function disableIdentity(
   resources: Resources,
-  directory: IdentityDirectory,
   clock: Clock,
   id: string,
   minutes: number,
@@ -94,18 +77,44 @@ export async function disableIdentity(
       updatedAt: ctx.now,
     };
     if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
-    ctx.afterCommit(() => directory.invalidate(id));
+    ctx.changed({ collection: 'identities', kind: 'update', id });
   });
 }
 
-export async function enableIdentity(resources: Resources, directory: IdentityDirectory, id: string): Promise<void> {
+export async function enableIdentity(resources: Resources, id: string): Promise<void> {
   const repo = resources.get('identities').repo;
   await resources.write(async (ctx) => {
     const values = { disabled: false, disabledAt: null, disabledUntil: null, updatedAt: ctx.now };
     if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
     await ctx.tx.updateTable('authenticators').set({ failed_attempts: 0 }).where('identity_id', '=', id).execute();
-    ctx.afterCommit(() => directory.invalidate(id));
+    ctx.changed({ collection: 'identities', kind: 'update', id });
   });
 }
 
-export type IdentityEntity = Entity;
+/**
+ * Presented identities by id, for the hot GET /current-identity. An entry is dropped when anything
+ * it shows moves: the identity, its authenticators, its API sessions, or any auth policy.
+ */
+export class IdentityAnswers {
+  private readonly cache = new Map<string, Record<string, unknown>>();
+
+  constructor(private readonly resources: Resources) {
+    resources.changes.subscribe((c) => {
+      if (c.collection === 'auth-policies') this.cache.clear();
+      else if (c.collection === 'identities') this.cache.delete(c.id);
+      else if (c.collection === 'authenticators' || c.collection === 'api-sessions') {
+        const owner = (c.entity as Entity | undefined)?.identityId;
+        if (typeof owner === 'string') this.cache.delete(owner);
+        else this.cache.clear();
+      }
+    });
+  }
+
+  async get(id: string): Promise<Record<string, unknown>> {
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const answer = await this.resources.get('identities').get(id);
+    this.cache.set(id, answer);
+    return answer;
+  }
+}

@@ -14,6 +14,7 @@ import {
   type ResourceDef,
 } from '../resources/kit.js';
 import { Repository, type Entity, type ListQuery } from '../store/repository.js';
+import { ChangeFeed, type Change } from './changes.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 
 export interface WriteContext {
@@ -21,8 +22,10 @@ export interface WriteContext {
   /** The write's time, ISO. */
   now: string;
   resources: Resources;
-  /** Runs fn once the transaction has committed (cache invalidation and the like). */
+  /** Runs fn once the transaction has committed. */
   afterCommit(fn: () => void): void;
+  /** Tells the change feed, once the transaction has committed, that a record moved. */
+  changed(change: Change): void;
 }
 
 export interface ResourceBehaviour {
@@ -156,6 +159,7 @@ export class ResourceService {
         throw err;
       }
       await this.behaviour.afterDelete?.(ctx, prev);
+      ctx.changed({ collection: this.def.name, kind: 'delete', id: prev.id, entity: prev });
       return prev;
     });
   }
@@ -190,6 +194,7 @@ export class ResourceService {
       throw fieldError(name, `another ${this.def.label} already has this ${name}`, next[name]);
     }
     await this.behaviour.afterWrite?.(ctx, next, prev);
+    ctx.changed({ collection: this.def.name, kind: prev ? 'update' : 'create', id: next.id, entity: next });
     return next;
   }
 
@@ -245,6 +250,7 @@ function changed(next: Entity, prev: Entity): Record<string, unknown> {
 /** Every resource service of the controller, by collection. */
 export class Resources {
   private readonly services = new Map<string, ResourceService>();
+  readonly changes = new ChangeFeed();
 
   constructor(
     readonly store: Store,
@@ -255,7 +261,13 @@ export class Resources {
   async write<T>(fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
     const after: (() => void)[] = [];
     const result = await this.store.transaction((tx) =>
-      fn({ tx, now: iso(this.clock()), resources: this, afterCommit: (f) => after.push(f) }),
+      fn({
+        tx,
+        now: iso(this.clock()),
+        resources: this,
+        afterCommit: (f) => after.push(f),
+        changed: (change) => after.push(() => this.changes.emit(change)),
+      }),
     );
     for (const f of after) f();
     return result;

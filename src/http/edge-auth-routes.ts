@@ -114,7 +114,6 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
     },
   });
 
-  const identities = core.resources.get('identities');
   app.get('/current-identity', {
     config: { auth: SESSION },
     schema: {
@@ -122,7 +121,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       tags: ['current-identity'],
       response: { 200: dataEnvelopeSchema(readSchema(identitiesDef, IdentityReadExtra)) },
     },
-    handler: async (request) => envelope(await identities.get(principalOf(request).identity.id)),
+    handler: async (request) => envelope(await core.identityAnswers.get(principalOf(request).identity.id)),
   });
 
   // The caller's own authenticators: scoped to the caller before any filter.

@@ -52,7 +52,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     handler: async (request) => {
       const { id } = request.params as { id: string };
       const { durationMinutes } = request.body as { durationMinutes: number };
-      await disableIdentity(r, core.identities, core.clock, id, durationMinutes);
+      await disableIdentity(r, core.clock, id, durationMinutes);
       return envelope(EMPTY);
     },
   });
@@ -61,7 +61,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     config: { auth: routeAuth('identity', 'update') },
     schema: { operationId: 'enableIdentity', tags: ['identities'], params: IdParams },
     handler: async (request) => {
-      await enableIdentity(r, core.identities, (request.params as { id: string }).id);
+      await enableIdentity(r, (request.params as { id: string }).id);
       return envelope(EMPTY);
     },
   });
