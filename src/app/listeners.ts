@@ -44,6 +44,8 @@ export async function buildServer(
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    // Errors before routing (an undecodable path) get the same envelope as every other.
+    frameworkErrors: (err, request, reply) => handleError(err, request, reply),
   }) as unknown as FastifyInstance; // the HTTPS server and pino logger generics narrow nothing we use
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler(handleError);
