@@ -8,7 +8,17 @@ import type { ResourceBehaviour, Resources } from './resources.js';
 
 export function identityBehaviour(): ResourceBehaviour {
   return {
-    async validate(_ctx, next, prev) {
+    async validate(ctx, next, prev) {
+      // Only an admin makes admins or grants permissions; a permission holder cannot raise itself.
+      if (ctx.actor && !ctx.actor.isAdmin) {
+        const granted = (next.permissions as string[]).filter((p) => !((prev?.permissions as string[] | undefined) ?? []).includes(p));
+        if ((next.isAdmin === true && prev?.isAdmin !== true) || granted.length > 0) {
+          throw new ApiError('UNAUTHORIZED', 'only an admin may grant admin or permissions', {
+            field: next.isAdmin === true && prev?.isAdmin !== true ? 'isAdmin' : 'permissions',
+            reason: 'only an admin may grant this',
+          });
+        }
+      }
       if (next.enrollment !== undefined && next.enrollment !== null) {
         throw fieldError('enrollment', 'enrollments are created with POST /enrollments');
       }

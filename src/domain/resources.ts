@@ -26,6 +26,14 @@ export interface WriteContext {
   afterCommit(fn: () => void): void;
   /** Tells the change feed, once the transaction has committed, that a record moved. */
   changed(change: Change): void;
+  /** Who asked for the write; absent for the controller's own writes. */
+  actor?: Actor;
+}
+
+/** The caller of a write, for rules that depend on who writes (granting admin, say). */
+export interface Actor {
+  id: string;
+  isAdmin: boolean;
 }
 
 export interface ResourceBehaviour {
@@ -94,8 +102,8 @@ export class ResourceService {
     return answers;
   }
 
-  async create(body: Record<string, unknown>, fixed: Record<string, unknown> = {}): Promise<Entity> {
-    return this.write(async (ctx) => {
+  async create(body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
+    return this.write(actor, async (ctx) => {
       const entity: Record<string, unknown> = {
         id: newId(),
         createdAt: ctx.now,
@@ -107,14 +115,13 @@ export class ResourceService {
         const given = f.readOnly ? undefined : body[name];
         entity[name] = given !== undefined ? given : defaultOf(f.default);
       }
-      Object.assign(entity, fixed);
       return this.store_(ctx, normalise(this.def, entity as Entity), undefined);
     });
   }
 
   /** Full update: required fields present (the schema saw to it), absent optional ones reset. */
-  async update(id: string, body: Record<string, unknown>): Promise<Entity> {
-    return this.write(async (ctx) => {
+  async update(id: string, body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
+    return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'update');
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now, tags: body.tags ?? {} };
       for (const [name, f] of Object.entries(this.def.fields)) {
@@ -129,8 +136,8 @@ export class ResourceService {
   }
 
   /** Patch: only the supplied fields change; null clears a nullable one. */
-  async patch(id: string, body: Record<string, unknown>): Promise<Entity> {
-    return this.write(async (ctx) => {
+  async patch(id: string, body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
+    return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'update');
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
       if (body.tags !== undefined) next.tags = body.tags ?? {};
@@ -143,8 +150,8 @@ export class ResourceService {
     });
   }
 
-  async delete(id: string): Promise<Entity> {
-    return this.write(async (ctx) => {
+  async delete(id: string, actor?: Actor): Promise<Entity> {
+    return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'delete');
       await this.behaviour.beforeDelete?.(ctx, prev);
       try {
@@ -165,8 +172,8 @@ export class ResourceService {
   }
 
   /** Runs fn in a transaction with a write context. */
-  write<T>(fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
-    return this.resources.write(fn);
+  write<T>(actor: Actor | undefined, fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
+    return this.resources.write(fn, actor);
   }
 
   private async existing(tx: Tx, id: string, action: 'update' | 'delete'): Promise<Entity> {
@@ -258,10 +265,11 @@ export class Resources {
   ) {}
 
   /** One transaction with a write context; after-commit work runs only if it commits. */
-  async write<T>(fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
+  async write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
     const after: (() => void)[] = [];
     const result = await this.store.transaction((tx) =>
       fn({
+        ...(actor ? { actor } : {}),
         tx,
         now: iso(this.clock()),
         resources: this,

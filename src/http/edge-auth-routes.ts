@@ -18,7 +18,7 @@ import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
 import { expiryHeaders, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
+import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
 import { IdentityReadExtra } from './identity-schemas.js';
 
 const AuthenticateBody = Type.Object(
@@ -192,8 +192,8 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
         const { currentPassword, ...changes } = request.body as Record<string, unknown> & { currentPassword: string };
         if (entity.method !== 'updb') throw fieldError('method', 'only username/password authenticators can be changed');
         await checkCurrentPassword(entity, currentPassword);
-        if (verb === 'patch') await authenticators.patch(entity.id, changes);
-        else await authenticators.update(entity.id, changes);
+        if (verb === 'patch') await authenticators.patch(entity.id, changes, actorOf(request));
+        else await authenticators.update(entity.id, changes, actorOf(request));
         return envelope(EMPTY);
       },
     });

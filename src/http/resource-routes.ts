@@ -1,7 +1,7 @@
 // The generic list / detail / create / update / patch / delete routes of a resource, derived from
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   ALL_OPERATIONS,
   createSchema,
@@ -10,11 +10,18 @@ import {
   updateSchema,
   type Operation,
 } from '../resources/kit.js';
-import type { ResourceService } from '../domain/resources.js';
+import type { Actor, ResourceService } from '../domain/resources.js';
+import './credentials.js';
 import type { SqlFlavor } from '../query/flavor.js';
 import { EMPTY, envelope } from './envelope.js';
 import { parseList, listMeta } from './list.js';
 import { routeAuth, type Action } from './auth-requirements.js';
+
+/** The caller of a write, when the route had one. */
+export function actorOf(request: FastifyRequest): Actor | undefined {
+  const identity = request.principal?.identity;
+  return identity ? { id: identity.id, isAdmin: identity.isAdmin } : undefined;
+}
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
 
@@ -124,7 +131,7 @@ export function registerResourceRoutes(
         response: { 201: CreatedSchema },
       },
       handler: async (request, reply) => {
-        const entity = await service.create(request.body as Record<string, unknown>);
+        const entity = await service.create(request.body as Record<string, unknown>, actorOf(request));
         void reply.code(201);
         return envelope({ id: entity.id, _links: { self: { href: `./${def.name}/${entity.id}` } } });
       },
@@ -141,7 +148,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.update((request.params as { id: string }).id, request.body as Record<string, unknown>);
+        await service.update((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -157,7 +164,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.patch((request.params as { id: string }).id, request.body as Record<string, unknown>);
+        await service.patch((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -172,7 +179,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.delete((request.params as { id: string }).id);
+        await service.delete((request.params as { id: string }).id, actorOf(request));
         return envelope(EMPTY);
       },
     });

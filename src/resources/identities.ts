@@ -70,7 +70,7 @@ export const identities: ResourceDef = {
       'precedence per service id',
       { default: {}, nullable: true },
     ),
-    roleAttributes: field.set('attributes policies select this identity by', { nullable: true }),
+    roleAttributes: field.roleAttributes(),
     permissions: field.set('management permissions', {
       nullable: true,
       schema: Type.Union(PERMISSIONS.map((p) => Type.Literal(p))),

@@ -128,6 +128,16 @@ export const field = {
     maxItems: MAX_LIST,
     ...o,
   }),
+  /** Attributes policies select an entity by; never starting with `#` or `@` (those are role syntax). */
+  roleAttributes: (o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'set',
+    description: 'attributes policies select this entity by',
+    default: [],
+    nullable: true,
+    maxItems: MAX_LIST,
+    schema: Type.String({ minLength: 1, maxLength: MAX_NAME, pattern: '^[^#@]' }),
+    ...o,
+  }),
   ref: (collection: string, description: string, o: Partial<FieldDef> = {}): FieldDef => ({
     kind: 'ref',
     description,
