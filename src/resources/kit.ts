@@ -361,7 +361,7 @@ export interface TableSpec {
   references: { column: string; table: string }[];
 }
 
-const COLUMN_TYPE: Record<FieldKind, ColumnType> = {
+export const COLUMN_TYPE: Record<FieldKind, ColumnType> = {
   string: 'text',
   enum: 'text',
   ref: 'text',

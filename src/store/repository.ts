@@ -1,7 +1,7 @@
 // Rows of one resource table, derived from its definition: mapping between entity fields and
 // columns, and the generic queries. No validation here; that is the domain's job.
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { columnOf, type ColumnType, type FieldDef, type ResourceDef } from '../resources/kit.js';
+import { COLUMN_TYPE, columnOf, type ColumnType, type ResourceDef } from '../resources/kit.js';
 import type { SortKey } from '../query/ast.js';
 import type { Dialect } from './dialect.js';
 import type { Executor } from './store.js';
@@ -29,18 +29,6 @@ interface Column {
   type: ColumnType;
 }
 
-const KIND_TYPE: Record<FieldDef['kind'], ColumnType> = {
-  string: 'text',
-  enum: 'text',
-  ref: 'text',
-  datetime: 'text',
-  integer: 'integer',
-  number: 'real',
-  boolean: 'boolean',
-  json: 'json',
-  set: 'json',
-};
-
 export class Repository {
   readonly columns: readonly Column[];
   private readonly byField: ReadonlyMap<string, Column>;
@@ -57,7 +45,7 @@ export class Repository {
     ];
     if (def.system) columns.push({ field: 'isSystem', column: 'is_system', type: 'boolean' });
     for (const [name, f] of Object.entries(def.fields)) {
-      if (!f.virtual) columns.push({ field: name, column: columnOf(name, f), type: KIND_TYPE[f.kind] });
+      if (!f.virtual) columns.push({ field: name, column: columnOf(name, f), type: COLUMN_TYPE[f.kind] });
     }
     this.columns = columns;
     this.byField = new Map(columns.map((c) => [c.field, c]));
