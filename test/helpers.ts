@@ -1,5 +1,8 @@
 // Shared test scaffolding: a controller on a temp data dir with an in-memory store, an injected
 // clock, and helpers to call it through inject().
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,15 +45,21 @@ export interface TestController {
 }
 
 export async function startTestController(
-  options: AppOptions & { env?: NodeJS.ProcessEnv; clock?: TestClock } = {},
+  options: AppOptions & {
+    env?: NodeJS.ProcessEnv;
+    clock?: TestClock;
+    /** Use this data directory (kept on close) instead of a fresh temporary one. */
+    dataDir?: string;
+  } = {},
 ): Promise<TestController> {
-  const dir = tempDir();
+  const { env, dataDir, ...appOptions } = options;
+  const dir = dataDir !== undefined ? { path: dataDir, remove: () => undefined } : tempDir();
   const clock = options.clock ?? testClock();
-  const config = loadConfig({ dataDir: dir.path, listen: '127.0.0.1:0' }, options.env ?? {});
+  const config = loadConfig({ dataDir: dir.path, listen: '127.0.0.1:0' }, env ?? {});
   const app = await createApp(config, {
     log: pino({ level: 'silent' }),
     memoryStore: true,
-    ...options,
+    ...appOptions,
     clock,
   });
   const server = app.servers[0]!.app;
@@ -71,4 +80,156 @@ export async function startTestController(
 
 export function json(res: LightMyRequestResponse): any {
   return JSON.parse(res.body);
+}
+
+// ---- Edge API helpers ------------------------------------------------------------------------
+
+export const CLIENT = '/edge/client/v1';
+export const MGMT = '/edge/management/v1';
+export const ADMIN_USERNAME = 'admin';
+export const ADMIN_PASSWORD = 'admin-password-1';
+/** Environment giving the default admin a known password. */
+export const ADMIN_ENV: NodeJS.ProcessEnv = {
+  OVERLAY_ADMIN_USERNAME: ADMIN_USERNAME,
+  OVERLAY_ADMIN_PASSWORD: ADMIN_PASSWORD,
+};
+
+/** WWW-Authenticate of a request without any credential (behaviour.md §6). */
+export const CHALLENGE_MISSING =
+  'overlay-session realm="overlay-session" error="missing" error_description="no matching token was provided", ' +
+  'Bearer realm="overlay-oidc" error="missing" error_description="no matching token was provided"';
+/** WWW-Authenticate of an unknown or expired legacy session token. */
+export const CHALLENGE_SESSION_INVALID =
+  'overlay-session realm="overlay-session" error="invalid" error_description="token is invalid"';
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Client address as the controller sees it (the throttle counts failures per address). */
+  remoteAddress?: string;
+}
+
+/** One request; `token` goes in the overlay-session header, `body` as JSON. */
+export function call(
+  t: TestController,
+  method: InjectOptions['method'],
+  url: string,
+  opts: CallOptions = {},
+): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token !== undefined) headers['overlay-session'] = opts.token;
+  const inject: InjectOptions = { method, url, headers };
+  if (opts.body !== undefined) inject.payload = opts.body as InjectOptions['payload'];
+  if (opts.remoteAddress !== undefined) inject.remoteAddress = opts.remoteAddress;
+  return t.inject(inject);
+}
+
+/** POST /authenticate?method=password; answers the response. */
+export function authenticate(
+  t: TestController,
+  username: string,
+  password: string,
+  opts: { api?: string; remoteAddress?: string; body?: Record<string, unknown> } = {},
+): Promise<LightMyRequestResponse> {
+  return call(t, 'POST', `${opts.api ?? MGMT}/authenticate?method=password`, {
+    body: { username, password, ...opts.body },
+    ...(opts.remoteAddress !== undefined && { remoteAddress: opts.remoteAddress }),
+  });
+}
+
+/** Logs in with a password and answers the session token; fails the test on anything but 200. */
+export async function login(
+  t: TestController,
+  username: string,
+  password: string,
+  api: string = MGMT,
+): Promise<string> {
+  const res = await authenticate(t, username, password, { api });
+  if (res.statusCode !== 200) throw new Error(`login of ${username} failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.token as string;
+}
+
+/** A session token of the default admin (the controller must use ADMIN_ENV). */
+export function asAdmin(t: TestController): Promise<string> {
+  return login(t, ADMIN_USERNAME, ADMIN_PASSWORD);
+}
+
+/** Creates an identity as `adminToken`; answers its id. */
+export async function createIdentity(
+  t: TestController,
+  adminToken: string,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const res = await call(t, 'POST', `${MGMT}/identities`, {
+    token: adminToken,
+    body: { type: 'User', isAdmin: false, ...body },
+  });
+  if (res.statusCode !== 201) throw new Error(`creating identity failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
+}
+
+/** Creates an identity with a updb authenticator; answers both ids. */
+export async function createIdentityWithPassword(
+  t: TestController,
+  adminToken: string,
+  opts: { name: string; username: string; password: string } & Record<string, unknown>,
+): Promise<{ id: string; authenticatorId: string }> {
+  const { username, password, ...identity } = opts;
+  const id = await createIdentity(t, adminToken, identity);
+  const res = await call(t, 'POST', `${MGMT}/authenticators`, {
+    token: adminToken,
+    body: { method: 'updb', identityId: id, username, password },
+  });
+  if (res.statusCode !== 201) throw new Error(`creating authenticator failed: ${res.statusCode} ${res.body}`);
+  return { id, authenticatorId: json(res).data.id as string };
+}
+
+/** Asserts an error answer: status, code and, when given, the offending field. */
+export function expectError(res: LightMyRequestResponse, status: number, code: string, field?: string): any {
+  const body = json(res);
+  if (res.statusCode !== status || body?.error?.code !== code || (field !== undefined && body.error.cause?.field !== field)) {
+    throw new Error(`expected ${status} ${code}${field ? ` (${field})` : ''}, got ${res.statusCode} ${res.body}`);
+  }
+  return body;
+}
+
+/** SHA-256 hex of a token: what the store keeps of it. */
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** A self-signed ECDSA P-256 client certificate. */
+export async function selfSignedCertificate(
+  commonName: string,
+  validity: { notBefore?: Date; notAfter?: Date } = {},
+): Promise<{ certPem: string; keyPem: string; fingerprint: string }> {
+  const crypto = webcrypto;
+  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+  const keys = (await crypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: '01' + randomBytes(8).toString('hex'),
+      name: `CN=${commonName}`,
+      notBefore: validity.notBefore ?? new Date(Date.now() - 3_600_000),
+      notAfter: validity.notAfter ?? new Date(Date.now() + 365 * 86_400_000),
+      keys,
+      signingAlgorithm: alg,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+      ],
+    },
+    crypto,
+  );
+  const der = Buffer.from(cert.rawData);
+  const pkcs8 = Buffer.from(await crypto.subtle.exportKey('pkcs8', keys.privateKey));
+  const pem = (label: string, data: Buffer) =>
+    `-----BEGIN ${label}-----\n${data.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+  return {
+    certPem: pem('CERTIFICATE', der),
+    keyPem: pem('PRIVATE KEY', pkcs8),
+    fingerprint: createHash('sha1').update(der).digest('hex'),
+  };
 }

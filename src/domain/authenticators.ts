@@ -6,6 +6,7 @@ import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
 import type { ResourceBehaviour, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
+import { assertMayManage } from './identities.js';
 
 function certificateFingerprint(pem: unknown): string {
   if (typeof pem !== 'string' || pem.trim() === '') throw fieldError('certPem', 'is required for method cert');
@@ -31,6 +32,7 @@ export async function setPassword(ctx: WriteContext, next: Entity, password: str
 export function authenticatorBehaviour(): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
+      await assertMayManage(ctx, next.identityId as string);
       if (next.method === 'updb') {
         if (next.certPem !== null && next.certPem !== undefined) throw fieldError('certPem', 'is only for method cert');
         if (typeof next.username !== 'string') throw fieldError('username', 'is required for method updb');
@@ -38,7 +40,7 @@ export function authenticatorBehaviour(): ResourceBehaviour {
         else if (!prev) throw fieldError('password', 'is required for method updb');
       } else {
         if (next.username !== null && next.username !== undefined) throw fieldError('username', 'is only for method updb');
-        if (next.password !== undefined) throw fieldError('password', 'is only for method updb');
+        if (next.password !== undefined && next.password !== null) throw fieldError('password', 'is only for method updb');
         if (!prev) next.fingerprint = certificateFingerprint(next.certPem);
       }
       if (!prev) {
@@ -57,6 +59,9 @@ export function authenticatorBehaviour(): ResourceBehaviour {
         }
       }
       delete next.password;
+    },
+    async beforeDelete(ctx, prev) {
+      await assertMayManage(ctx, prev.identityId as string);
     },
   };
 }

@@ -4,11 +4,24 @@ import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import type { Entity } from '../store/repository.js';
-import type { ResourceBehaviour, Resources } from './resources.js';
+import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+
+/**
+ * A caller who is not an admin may not change an admin or its credentials, whatever permissions
+ * it holds: otherwise `identity.update` would be a path to the admin's account.
+ */
+export async function assertMayManage(ctx: WriteContext, identityId: string): Promise<void> {
+  if (!ctx.actor || ctx.actor.isAdmin) return;
+  const target = await ctx.resources.get('identities').repo.get(ctx.tx, identityId);
+  if (target?.isAdmin === true) {
+    throw new ApiError('UNAUTHORIZED', 'only an admin may change an admin or its credentials');
+  }
+}
 
 export function identityBehaviour(): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
+      if (prev) await assertMayManage(ctx, prev.id);
       // Only an admin makes admins or grants permissions; a permission holder cannot raise itself.
       if (ctx.actor && !ctx.actor.isAdmin) {
         const granted = (next.permissions as string[]).filter((p) => !((prev?.permissions as string[] | undefined) ?? []).includes(p));
@@ -30,7 +43,8 @@ export function identityBehaviour(): ResourceBehaviour {
         });
       }
     },
-    async beforeDelete(_ctx, prev) {
+    async beforeDelete(ctx, prev) {
+      await assertMayManage(ctx, prev.id);
       if (prev.isDefaultAdmin === true) {
         throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
       }
@@ -76,9 +90,11 @@ export async function disableIdentity(
   clock: Clock,
   id: string,
   minutes: number,
+  actor?: Actor,
 ): Promise<void> {
   const repo = resources.get('identities').repo;
   await resources.write(async (ctx) => {
+    await assertMayManage(ctx, id);
     const now = clock();
     const values = {
       disabled: true,
@@ -88,17 +104,18 @@ export async function disableIdentity(
     };
     if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
     ctx.changed({ collection: 'identities', kind: 'update', id });
-  });
+  }, actor);
 }
 
-export async function enableIdentity(resources: Resources, id: string): Promise<void> {
+export async function enableIdentity(resources: Resources, id: string, actor?: Actor): Promise<void> {
   const repo = resources.get('identities').repo;
   await resources.write(async (ctx) => {
+    await assertMayManage(ctx, id);
     const values = { disabled: false, disabledAt: null, disabledUntil: null, updatedAt: ctx.now };
     if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
     await ctx.tx.updateTable('authenticators').set({ failed_attempts: 0 }).where('identity_id', '=', id).execute();
     ctx.changed({ collection: 'identities', kind: 'update', id });
-  });
+  }, actor);
 }
 
 /**

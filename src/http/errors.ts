@@ -49,12 +49,15 @@ export function validationError(issues: readonly ValidationIssue[], context: str
   const field = fieldPath(first.instancePath, missing) || context || 'body';
   const reason = missing !== undefined ? 'is required' : (first.message ?? 'is invalid');
   const cause: Record<string, unknown> = { field, reason };
-  if (missing === undefined) {
+  if (missing === undefined && !SECRET_FIELD.test(field)) {
     const value = echo(first.data);
     if (value !== undefined) cause.value = value;
   }
   return new ApiError('COULD_NOT_VALIDATE', `${field} ${reason}`, cause as { field: string; reason: string });
 }
+
+/** Fields whose values are never echoed back, even when they are wrong. */
+const SECRET_FIELD = /password|secret|token|code/i;
 
 /** What of an offending value goes back to the client: primitives, shortened. */
 function echo(value: unknown): unknown {

@@ -11,7 +11,7 @@ import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { IdentityReadExtra } from '../identity-schemas.js';
-import { dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
   const flavor = core.store.dialect.flavor;
@@ -52,7 +52,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     handler: async (request) => {
       const { id } = request.params as { id: string };
       const { durationMinutes } = request.body as { durationMinutes: number };
-      await disableIdentity(r, core.clock, id, durationMinutes);
+      await disableIdentity(r, core.clock, id, durationMinutes, actorOf(request));
       return envelope(EMPTY);
     },
   });
@@ -61,7 +61,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     config: { auth: routeAuth('identity', 'update') },
     schema: { operationId: 'enableIdentity', tags: ['identities'], params: IdParams },
     handler: async (request) => {
-      await enableIdentity(r, (request.params as { id: string }).id);
+      await enableIdentity(r, (request.params as { id: string }).id, actorOf(request));
       return envelope(EMPTY);
     },
   });

@@ -1,0 +1,148 @@
+// API sessions on the Management API: list, detail and delete by admins; tokens and their hashes
+// are never shown.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  call,
+  CHALLENGE_SESSION_INVALID,
+  CLIENT,
+  createIdentityWithPassword,
+  expectError,
+  json,
+  MGMT,
+  authenticate,
+  sha256Hex,
+  startTestController,
+  type TestController,
+} from './helpers.js';
+
+let t: TestController;
+let admin: string;
+let user: { id: string; authenticatorId: string };
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  admin = await asAdmin(t);
+  user = await createIdentityWithPassword(t, admin, { name: 'session-user', username: 'session-user', password: 'session-user-pw' });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+async function userSession(body: Record<string, unknown> = {}): Promise<{ id: string; token: string }> {
+  const res = await authenticate(t, 'session-user', 'session-user-pw', { api: CLIENT, body });
+  expect(res.statusCode).toBe(200);
+  return { id: json(res).data.id, token: json(res).data.token };
+}
+
+const filterBy = (f: string) => `${MGMT}/api-sessions?filter=${encodeURIComponent(f)}`;
+
+describe('list and detail', () => {
+  it('show the sessions with their fields, never a token or its hash', async () => {
+    const a = await userSession({ configTypes: ['ct-x'] });
+    const b = await userSession();
+    const res = await call(t, 'GET', `${filterBy(`identityId = "${user.id}"`)}&sort=createdAt`, { token: admin });
+    expect(res.statusCode).toBe(200);
+    const body = json(res);
+    const ids = body.data.map((s: { id: string }) => s.id);
+    expect(ids).toEqual(expect.arrayContaining([a.id, b.id]));
+    expect(body.meta.pagination.totalCount).toBe(ids.length);
+    for (const token of [a.token, b.token, admin]) {
+      expect(res.body).not.toContain(token);
+      expect(res.body).not.toContain(sha256Hex(token));
+    }
+    expect(res.body).not.toMatch(/"token"|tokenHash/);
+    expect(body.meta.filterableFields).not.toContain('tokenHash');
+
+    const one = await call(t, 'GET', `${MGMT}/api-sessions/${a.id}`, { token: admin });
+    expect(one.statusCode).toBe(200);
+    const s = json(one).data;
+    expect(s).toMatchObject({
+      id: a.id,
+      identityId: user.id,
+      identity: { entity: 'identities', id: user.id, name: 'session-user' },
+      authenticatorId: user.authenticatorId,
+      authMethod: 'password',
+      configTypes: ['ct-x'],
+      ipAddress: '127.0.0.1',
+      isMfaRequired: false,
+      isMfaComplete: false,
+      authQueries: [],
+      expirationSeconds: 1800,
+    });
+    expect(s._links.self.href).toBe(`./api-sessions/${a.id}`);
+    expect(s._links.sessions.href).toBe(`./api-sessions/${a.id}/sessions`);
+    expect(s).not.toHaveProperty('token');
+    expect(s).not.toHaveProperty('tokenHash');
+    expect(one.body).not.toContain(a.token);
+    expect(one.body).not.toContain(sha256Hex(a.token));
+  });
+
+  it('an unknown id is 404', async () => {
+    expectError(await call(t, 'GET', `${MGMT}/api-sessions/00000000-0000-0000-0000-000000000000`, { token: admin }), 404, 'NOT_FOUND');
+  });
+
+  it('refuses filters on private fields', async () => {
+    const s = await userSession();
+    expectError(await call(t, 'GET', filterBy(`tokenHash = "${sha256Hex(s.token)}"`), { token: admin }), 400, 'INVALID_FILTER');
+  });
+
+  it('has no create or update routes', async () => {
+    const s = await userSession();
+    expectError(await call(t, 'POST', `${MGMT}/api-sessions`, { token: admin, body: {} }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PATCH', `${MGMT}/api-sessions/${s.id}`, { token: admin, body: {} }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PUT', `${MGMT}/api-sessions/${s.id}`, { token: admin, body: {} }), 404, 'NOT_FOUND');
+  });
+
+  it('are for admins only', async () => {
+    const s = await userSession();
+    for (const [method, url] of [
+      ['GET', `${MGMT}/api-sessions`],
+      ['GET', `${MGMT}/api-sessions/${s.id}`],
+      ['DELETE', `${MGMT}/api-sessions/${s.id}`],
+    ] as const) {
+      expectError(await call(t, method, url, { token: s.token }), 401, 'UNAUTHORIZED');
+    }
+    // The user's own session is still alive: the refusal deleted nothing.
+    expect((await call(t, 'GET', `${CLIENT}/current-api-session`, { token: s.token })).statusCode).toBe(200);
+  });
+});
+
+describe('delete', () => {
+  it('ends the session at once', async () => {
+    const s = await userSession();
+    const other = await userSession();
+    expect((await call(t, 'GET', `${CLIENT}/current-identity`, { token: s.token })).statusCode).toBe(200);
+    const res = await call(t, 'DELETE', `${MGMT}/api-sessions/${s.id}`, { token: admin });
+    expect(res.statusCode).toBe(200);
+    expect(json(res).data).toEqual({});
+    const after = await call(t, 'GET', `${CLIENT}/current-identity`, { token: s.token });
+    expectError(after, 401, 'UNAUTHORIZED');
+    expect(after.headers['www-authenticate']).toBe(CHALLENGE_SESSION_INVALID);
+    expectError(await call(t, 'GET', `${MGMT}/api-sessions/${s.id}`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'DELETE', `${MGMT}/api-sessions/${s.id}`, { token: admin }), 404, 'NOT_FOUND');
+    expect((await call(t, 'GET', `${CLIENT}/current-identity`, { token: other.token })).statusCode).toBe(200);
+  });
+
+  it('an admin may end its own session', async () => {
+    const mine = json(await call(t, 'GET', `${MGMT}/current-api-session`, { token: admin })).data.id;
+    expect((await call(t, 'DELETE', `${MGMT}/api-sessions/${mine}`, { token: admin })).statusCode).toBe(200);
+    expect((await call(t, 'GET', `${MGMT}/current-api-session`, { token: admin })).statusCode).toBe(401);
+    admin = await asAdmin(t);
+  });
+
+  it('an unknown id is 404', async () => {
+    expectError(await call(t, 'DELETE', `${MGMT}/api-sessions/nope`, { token: admin }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('the stored token', () => {
+  it('is kept only as its SHA-256', async () => {
+    const s = await userSession();
+    const row = await t.app.core.store.db.selectFrom('api_sessions').selectAll().where('id', '=', s.id).executeTakeFirstOrThrow();
+    expect(Object.values(row)).not.toContain(s.token);
+    expect(JSON.stringify(row)).not.toContain(s.token);
+    expect(row.token_hash).toBe(sha256Hex(s.token));
+  });
+});

@@ -1,0 +1,266 @@
+// Identity permissions on the Management API: a non-admin identity may do what its permissions
+// grant (admin_readonly: every read; <group>: every action of the group; <group>.<action>: one
+// action; API sessions: admins only, reads also via admin_readonly), nothing else.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  call,
+  createIdentity,
+  createIdentityWithPassword,
+  json,
+  login,
+  MGMT,
+  startTestController,
+  type TestController,
+} from './helpers.js';
+
+type Op =
+  | 'listIdentities'
+  | 'createIdentity'
+  | 'patchIdentity'
+  | 'deleteIdentity'
+  | 'listAuthPolicies'
+  | 'createAuthPolicy'
+  | 'listApiSessions'
+  | 'listIdentityTypes';
+
+const OPS: readonly Op[] = [
+  'listIdentities',
+  'createIdentity',
+  'patchIdentity',
+  'deleteIdentity',
+  'listAuthPolicies',
+  'createAuthPolicy',
+  'listApiSessions',
+  'listIdentityTypes',
+];
+
+const READS: readonly Op[] = ['listIdentities', 'listAuthPolicies', 'listApiSessions', 'listIdentityTypes'];
+const IDENTITY_READS: readonly Op[] = ['listIdentities', 'listIdentityTypes'];
+
+/** What each permission set may do; everything else is 401. */
+const MATRIX: [string, string[], readonly Op[]][] = [
+  ['none', [], []],
+  ['admin_readonly', ['admin_readonly'], READS],
+  ['identity', ['identity'], [...IDENTITY_READS, 'createIdentity', 'patchIdentity', 'deleteIdentity']],
+  ['identity.read', ['identity.read'], IDENTITY_READS],
+  ['identity.create', ['identity.create'], ['createIdentity']],
+  ['identity.update', ['identity.update'], ['patchIdentity']],
+  ['identity.delete', ['identity.delete'], ['deleteIdentity']],
+  ['auth-policy.read', ['auth-policy.read'], ['listAuthPolicies']],
+  ['ops', ['ops'], []],
+];
+
+const SUCCESS: Record<Op, number> = {
+  listIdentities: 200,
+  createIdentity: 201,
+  patchIdentity: 200,
+  deleteIdentity: 200,
+  listAuthPolicies: 200,
+  createAuthPolicy: 201,
+  listApiSessions: 200,
+  listIdentityTypes: 200,
+};
+
+const POLICY_BODY = {
+  primary: {
+    cert: { allowed: true, allowExpiredCerts: true },
+    extJwt: { allowed: true, allowedSigners: null },
+    updb: {
+      allowed: true,
+      maxAttempts: 0,
+      lockoutDurationMinutes: 0,
+      minPasswordLength: 5,
+      requireMixedCase: false,
+      requireNumberChar: false,
+      requireSpecialChar: false,
+    },
+  },
+  secondary: { requireTotp: false, requireExtJwtSigner: null },
+};
+
+let t: TestController;
+let admin: string;
+let counter = 0;
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  admin = await asAdmin(t);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+async function attempt(op: Op, token: string) {
+  const n = ++counter;
+  switch (op) {
+    case 'listIdentities':
+      return call(t, 'GET', `${MGMT}/identities`, { token });
+    case 'createIdentity':
+      return call(t, 'POST', `${MGMT}/identities`, { token, body: { name: `created-${n}`, type: 'User', isAdmin: false } });
+    case 'patchIdentity': {
+      const victim = await createIdentity(t, admin, { name: `patch-victim-${n}` });
+      return call(t, 'PATCH', `${MGMT}/identities/${victim}`, { token, body: { roleAttributes: ['patched'] } });
+    }
+    case 'deleteIdentity': {
+      const victim = await createIdentity(t, admin, { name: `delete-victim-${n}` });
+      return call(t, 'DELETE', `${MGMT}/identities/${victim}`, { token });
+    }
+    case 'listAuthPolicies':
+      return call(t, 'GET', `${MGMT}/auth-policies`, { token });
+    case 'createAuthPolicy':
+      return call(t, 'POST', `${MGMT}/auth-policies`, { token, body: { name: `policy-${n}`, ...POLICY_BODY } });
+    case 'listApiSessions':
+      return call(t, 'GET', `${MGMT}/api-sessions`, { token });
+    case 'listIdentityTypes':
+      return call(t, 'GET', `${MGMT}/identity-types`, { token });
+  }
+}
+
+describe.each(MATRIX)('a non-admin identity with permissions %s', (label, permissions, allowed) => {
+  let token: string;
+  beforeAll(async () => {
+    const name = `perm-${label.replace(/[^a-z_-]/gi, '-')}`;
+    await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-pw`, permissions });
+    token = await login(t, name, `${name}-pw`);
+  });
+
+  it.each(OPS.map((op) => [op, allowed.includes(op)] as const))('%s → allowed: %s', async (op, isAllowed) => {
+    const res = await attempt(op, token);
+    if (isAllowed) {
+      expect(res.statusCode, res.body).toBe(SUCCESS[op]);
+    } else {
+      expect(res.statusCode, res.body).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+    }
+  });
+});
+
+describe('what the permissions grant', () => {
+  it('a read permission shows the same data an admin sees', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'reader', username: 'reader', password: 'reader-pw', permissions: ['admin_readonly'] });
+    const token = await login(t, 'reader', 'reader-pw');
+    for (const path of ['/identities?limit=500', '/auth-policies', '/identity-types']) {
+      const mine = json(await call(t, 'GET', `${MGMT}${path}`, { token }));
+      const theirs = json(await call(t, 'GET', `${MGMT}${path}`, { token: admin }));
+      expect(mine.meta.pagination.totalCount).toBe(theirs.meta.pagination.totalCount);
+    }
+  });
+
+  it('a denied write changes nothing', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'read-only', username: 'read-only', password: 'read-only-pw', permissions: ['identity.read'] });
+    const token = await login(t, 'read-only', 'read-only-pw');
+    const victim = await createIdentity(t, admin, { name: 'untouched', roleAttributes: ['orig'] });
+    expect((await call(t, 'PATCH', `${MGMT}/identities/${victim}`, { token, body: { roleAttributes: ['changed'] } })).statusCode).toBe(401);
+    expect((await call(t, 'DELETE', `${MGMT}/identities/${victim}`, { token })).statusCode).toBe(401);
+    const e = json(await call(t, 'GET', `${MGMT}/identities/${victim}`, { token: admin })).data;
+    expect(e.roleAttributes).toEqual(['orig']);
+  });
+});
+
+describe('permission changes', () => {
+  it('take effect on the next request of an existing session', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'promoted', username: 'promoted', password: 'promoted-pw' });
+    const token = await login(t, 'promoted', 'promoted-pw');
+    expect((await call(t, 'GET', `${MGMT}/identities`, { token })).statusCode).toBe(401);
+
+    await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { permissions: ['identity.read'] } });
+    expect((await call(t, 'GET', `${MGMT}/identities`, { token })).statusCode).toBe(200);
+    expect((await call(t, 'GET', `${MGMT}/auth-policies`, { token })).statusCode).toBe(401);
+
+    await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { permissions: [] } });
+    expect((await call(t, 'GET', `${MGMT}/identities`, { token })).statusCode).toBe(401);
+
+    await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { isAdmin: true } });
+    expect((await call(t, 'GET', `${MGMT}/api-sessions`, { token })).statusCode).toBe(200);
+    await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { isAdmin: false } });
+    expect((await call(t, 'GET', `${MGMT}/api-sessions`, { token })).statusCode).toBe(401);
+
+    // A full update that leaves permissions out clears them.
+    await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { permissions: ['admin_readonly'] } });
+    expect((await call(t, 'GET', `${MGMT}/api-sessions`, { token })).statusCode).toBe(200);
+    await call(t, 'PUT', `${MGMT}/identities/${id}`, { token: admin, body: { name: 'promoted', type: 'User', isAdmin: false } });
+    expect((await call(t, 'GET', `${MGMT}/api-sessions`, { token })).statusCode).toBe(401);
+  });
+});
+
+describe('a permission holder cannot raise anyone, itself included', () => {
+  let token: string;
+  let self: string;
+  beforeAll(async () => {
+    const created = await createIdentityWithPassword(t, admin, {
+      name: 'manager',
+      username: 'manager',
+      password: 'manager-pw',
+      permissions: ['identity', 'auth-policy.read'],
+    });
+    self = created.id;
+    token = await login(t, 'manager', 'manager-pw');
+  });
+
+  it('may not create an admin or an identity with permissions', async () => {
+    for (const body of [
+      { name: 'new-admin', type: 'User', isAdmin: true },
+      { name: 'new-holder', type: 'User', isAdmin: false, permissions: ['identity.read'] },
+    ]) {
+      const res = await call(t, 'POST', `${MGMT}/identities`, { token, body });
+      expect(res.statusCode, res.body).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+    }
+    const names = json(await call(t, 'GET', `${MGMT}/identities?limit=500`, { token: admin })).data.map((i: { name: string }) => i.name);
+    expect(names).not.toContain('new-admin');
+    expect(names).not.toContain('new-holder');
+  });
+
+  it('may not make itself or another identity an admin, nor grant permissions', async () => {
+    const other = await createIdentity(t, admin, { name: 'plain-one' });
+    for (const [id, body] of [
+      [self, { isAdmin: true }],
+      [self, { permissions: ['identity', 'auth-policy.read', 'admin_readonly'] }],
+      [other, { isAdmin: true }],
+      [other, { permissions: ['auth-policy'] }],
+    ] as const) {
+      const res = await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token, body });
+      expect(res.statusCode, res.body).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+    }
+    const put = await call(t, 'PUT', `${MGMT}/identities/${self}`, {
+      token,
+      body: { name: 'manager', type: 'User', isAdmin: true, permissions: ['identity', 'auth-policy.read'] },
+    });
+    expect(put.statusCode).toBe(401);
+    const me = json(await call(t, 'GET', `${MGMT}/identities/${self}`, { token: admin })).data;
+    expect(me).toMatchObject({ isAdmin: false, permissions: ['identity', 'auth-policy.read'] });
+    expect((await call(t, 'GET', `${MGMT}/api-sessions`, { token })).statusCode).toBe(401);
+  });
+
+  it("may not touch an admin, its credentials or its state", async () => {
+    const adminId = json(await call(t, 'GET', `${MGMT}/current-identity`, { token: admin })).data.id as string;
+    const adminAuth = json(await call(t, 'GET', `${MGMT}/identities/${adminId}/authenticators`, { token: admin })).data[0].id as string;
+    for (const [method, url, body] of [
+      ['PATCH', `${MGMT}/authenticators/${adminAuth}`, { password: 'taken-over-1' }],
+      ['DELETE', `${MGMT}/authenticators/${adminAuth}`, undefined],
+      ['POST', `${MGMT}/authenticators`, { method: 'updb', identityId: adminId, username: 'backdoor', password: 'backdoor-1' }],
+      ['PATCH', `${MGMT}/identities/${adminId}`, { authPolicyId: 'default', roleAttributes: ['x'] }],
+      ['POST', `${MGMT}/identities/${adminId}/disable`, { durationMinutes: 0 }],
+      ['DELETE', `${MGMT}/identities/${adminId}`, undefined],
+    ] as const) {
+      const res = await call(t, method, url, { token, ...(body ? { body } : {}) });
+      expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+    }
+    // The admin's password still works and nothing was added.
+    expect(await login(t, 'admin', 'admin-password-1')).toEqual(expect.any(String));
+    const auths = json(await call(t, 'GET', `${MGMT}/identities/${adminId}/authenticators`, { token: admin })).data;
+    expect(auths).toHaveLength(1);
+  });
+
+  it('may still change other fields and drop permissions', async () => {
+    const other = await createIdentity(t, admin, { name: 'plain-two' });
+    expect((await call(t, 'PATCH', `${MGMT}/identities/${other}`, { token, body: { roleAttributes: ['x'] } })).statusCode).toBe(200);
+    const holder = await createIdentity(t, admin, { name: 'holder-two', permissions: ['identity.read', 'ops'] });
+    expect((await call(t, 'PATCH', `${MGMT}/identities/${holder}`, { token, body: { permissions: ['ops'] } })).statusCode).toBe(200);
+    expect(json(await call(t, 'GET', `${MGMT}/identities/${holder}`, { token: admin })).data.permissions).toEqual(['ops']);
+  });
+});
