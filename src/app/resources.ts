@@ -2,7 +2,22 @@
 import type { Clock } from '../clock.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
-import type { Resources } from '../domain/resources.js';
+import { composeBehaviours, type Resources } from '../domain/resources.js';
+import {
+  edgeRouterPolicyBehaviour,
+  roleLinkBehaviour,
+  serviceEdgeRouterPolicyBehaviour,
+  servicePolicyBehaviour,
+} from '../domain/policies.js';
+import { configBehaviour, configTypeBehaviour, serviceBehaviour } from '../domain/services.js';
+import { edgeRouterBehaviour, routerBehaviour, terminatorBehaviour } from '../domain/routers.js';
+import { postureCheckBehaviour } from '../domain/posture-checks.js';
+import { controllerSettingBehaviour, revocationBehaviour } from '../domain/operations.js';
+import { configs, configTypes, services, terminators } from '../resources/services.js';
+import { edgeRouters, routers, transitRouters } from '../resources/routers.js';
+import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../resources/policies.js';
+import { postureChecks, postureCheckTypes } from '../resources/posture-checks.js';
+import { controllers, controllerSettings, revocations } from '../resources/operations.js';
 import { identityBehaviour } from '../domain/identities.js';
 import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
@@ -21,9 +36,24 @@ export interface ResourceDeps {
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
   resources.register(identityTypes);
   resources.register(authPolicies);
-  resources.register(identities, identityBehaviour());
+  resources.register(identities, composeBehaviours(identityBehaviour(), roleLinkBehaviour('identity')));
   resources.register(authenticators, authenticatorBehaviour());
   resources.register(apiSessions, apiSessionBehaviour(deps.sessions, deps.clock));
+  resources.register(configTypes, configTypeBehaviour());
+  resources.register(configs, configBehaviour());
+  resources.register(services, composeBehaviours(serviceBehaviour(), roleLinkBehaviour('service')));
+  resources.register(edgeRouters, composeBehaviours(edgeRouterBehaviour(), roleLinkBehaviour('edge-router')));
+  resources.register(routers, routerBehaviour());
+  resources.register(transitRouters, routerBehaviour());
+  resources.register(terminators, terminatorBehaviour());
+  resources.register(servicePolicies, servicePolicyBehaviour());
+  resources.register(edgeRouterPolicies, edgeRouterPolicyBehaviour());
+  resources.register(serviceEdgeRouterPolicies, serviceEdgeRouterPolicyBehaviour());
+  resources.register(postureCheckTypes);
+  resources.register(postureChecks, composeBehaviours(postureCheckBehaviour(), roleLinkBehaviour('posture-check')));
+  resources.register(revocations, revocationBehaviour());
+  resources.register(controllerSettings, controllerSettingBehaviour());
+  resources.register(controllers);
 
   // What each in-memory view of the credential pipeline drops when a record moves.
   resources.changes.subscribe((c) => {

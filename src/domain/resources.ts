@@ -49,6 +49,29 @@ export interface ResourceBehaviour {
 
 export type Answer = Record<string, unknown>;
 
+/** Runs the hooks of several behaviours in order (decorations one after another). */
+export function composeBehaviours(...parts: ResourceBehaviour[]): ResourceBehaviour {
+  return {
+    async validate(ctx, next, prev) {
+      for (const p of parts) await p.validate?.(ctx, next, prev);
+    },
+    async afterWrite(ctx, next, prev) {
+      for (const p of parts) await p.afterWrite?.(ctx, next, prev);
+    },
+    async beforeDelete(ctx, prev) {
+      for (const p of parts) await p.beforeDelete?.(ctx, prev);
+    },
+    async afterDelete(ctx, prev) {
+      for (const p of parts) await p.afterDelete?.(ctx, prev);
+    },
+    async decorate(ex, entities, answers) {
+      for (const p of parts) await p.decorate?.(ex, entities, answers);
+    },
+  };
+}
+
+const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
+
 export class ResourceService {
   readonly repo: Repository;
   readonly filter: FilterSpec;
@@ -81,7 +104,7 @@ export class ResourceService {
     const answers = entities.map((e) => {
       const answer: Answer = { _links: entityLinks(this.def, e.id) };
       for (const [key, value] of Object.entries(e)) {
-        const f = this.def.fields[key];
+        const f = BASE_FIELDS.has(key) ? undefined : this.def.fields[key];
         if (!f?.writeOnly && !f?.virtual) answer[key] = value;
       }
       return answer;
@@ -104,16 +127,20 @@ export class ResourceService {
 
   async create(body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
     return this.write(actor, async (ctx) => {
+      const given = this.def.idFrom ? body[this.def.idFrom] : undefined;
       const entity: Record<string, unknown> = {
-        id: newId(),
+        id: typeof given === 'string' ? given : newId(),
         createdAt: ctx.now,
         updatedAt: ctx.now,
         tags: body.tags ?? {},
       };
       if (this.def.system) entity.isSystem = false;
       for (const [name, f] of Object.entries(this.def.fields)) {
-        const given = f.readOnly ? undefined : body[name];
-        entity[name] = given !== undefined ? given : defaultOf(f.default);
+        const value = f.readOnly ? undefined : body[name];
+        entity[name] = value !== undefined ? value : defaultOf(f.default);
+      }
+      if (typeof given === 'string' && (await this.repo.exists(ctx.tx, given))) {
+        throw fieldError(this.def.idFrom!, `another ${this.def.label} already has this id`, given);
       }
       return this.store_(ctx, normalise(this.def, entity as Entity), undefined);
     });

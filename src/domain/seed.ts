@@ -9,6 +9,8 @@ import { DEFAULT_AUTH_POLICY_ID, DEFAULT_PRIMARY, DEFAULT_SECONDARY } from '../r
 import { IDENTITY_TYPES } from '../resources/identity-types.js';
 import type { Executor } from '../store/store.js';
 import type { Resources } from './resources.js';
+import { seedConfigTypes } from './services.js';
+import { seedPostureCheckTypes } from './posture-checks.js';
 
 export interface SeedOptions {
   dataDir: string;
@@ -43,6 +45,8 @@ export async function seed(resources: Resources, opts: SeedOptions): Promise<{ a
         secondary: DEFAULT_SECONDARY,
       });
     }
+    await seedConfigTypes(ctx);
+    await seedPostureCheckTypes(ctx);
     if (!needsAdmin || (await findAdmin(ctx.tx))) return;
     const identityId = newId();
     await resources.get('identities').repo.insert(ctx.tx, {

@@ -2,6 +2,7 @@
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Expression, SqlBool } from 'kysely';
 import {
   ALL_OPERATIONS,
   createSchema,
@@ -76,6 +77,10 @@ export interface ResourceRouteOptions {
   operations?: readonly Operation[];
   /** Extra computed read fields, for the response schema. */
   readExtra?: Record<string, TSchema>;
+  /** Extra list query parameters (documented), e.g. roleFilter. */
+  listQueryExtra?: Record<string, TSchema>;
+  /** Narrows a list before the filter from its query (roleFilter and the like); undefined: no narrowing. */
+  listScope?: (query: Record<string, unknown>) => Promise<Expression<SqlBool> | undefined>;
 }
 
 export function registerResourceRoutes(
@@ -99,12 +104,16 @@ export function registerResourceRoutes(
       schema: {
         operationId: operationId(service, 'list'),
         tags,
-        querystring: ListQuerySchema,
+        querystring: options.listQueryExtra
+          ? Type.Composite([ListQuerySchema, Type.Object(options.listQueryExtra)], { additionalProperties: true })
+          : ListQuerySchema,
         response: { 200: dataEnvelopeSchema(Type.Array(read)) },
       },
       handler: async (request) => {
-        const list = parseList(request.query as Record<string, unknown>, service.filter, flavor);
-        const { items, total } = await service.list(list.query);
+        const query = request.query as Record<string, unknown>;
+        const list = parseList(query, service.filter, flavor);
+        const scope = await options.listScope?.(query);
+        const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query);
         return envelope(items, listMeta(list, total, service.filter));
       },
     });

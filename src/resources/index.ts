@@ -6,8 +6,34 @@ import { authPolicies } from './auth-policies.js';
 import { authenticators } from './authenticators.js';
 import { identities } from './identities.js';
 import { identityTypes } from './identity-types.js';
+import { configs, configTypes, services, terminators } from './services.js';
+import { edgeRouters, routers } from './routers.js';
+import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from './policies.js';
+import { postureChecks, postureCheckTypes } from './posture-checks.js';
+import { controllers, controllerSettings, revocations } from './operations.js';
 
-export const resourceDefs: readonly ResourceDef[] = [identityTypes, authPolicies, identities, authenticators, apiSessions];
+/** Every resource with a table of its own (transit-routers share the routers table). */
+export const resourceDefs: readonly ResourceDef[] = [
+  identityTypes,
+  authPolicies,
+  identities,
+  authenticators,
+  apiSessions,
+  configTypes,
+  configs,
+  services,
+  terminators,
+  edgeRouters,
+  routers,
+  servicePolicies,
+  edgeRouterPolicies,
+  serviceEdgeRouterPolicies,
+  postureCheckTypes,
+  postureChecks,
+  revocations,
+  controllerSettings,
+  controllers,
+];
 
 export function tableOf(collection: string): string {
   const def = resourceDefs.find((d) => d.name === collection);

@@ -75,6 +75,8 @@ export interface ResourceDef {
   /** The field used as `name` in entity references. */
   nameField?: string;
   operations?: readonly Operation[];
+  /** A create-body field whose value becomes the entity id (revocations name their own id). */
+  idFrom?: string;
   /** operationIds of endpoints.md that do not follow `<verb><Label>` / `list<Name>`. */
   operationIds?: Partial<Record<Operation, string>>;
 }
@@ -136,6 +138,16 @@ export const field = {
     nullable: true,
     maxItems: MAX_LIST,
     schema: Type.String({ minLength: 1, maxLength: MAX_NAME, pattern: '^[^#@]' }),
+    ...o,
+  }),
+  /** A policy role list: `#attribute`, `@id` or `#all` entries. */
+  roles: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({
+    kind: 'set',
+    description,
+    default: [],
+    nullable: true,
+    maxItems: MAX_LIST,
+    schema: Type.String({ minLength: 2, maxLength: MAX_NAME, pattern: '^[#@]' }),
     ...o,
   }),
   ref: (collection: string, description: string, o: Partial<FieldDef> = {}): FieldDef => ({

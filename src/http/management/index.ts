@@ -11,6 +11,10 @@ import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { IdentityReadExtra } from '../identity-schemas.js';
+import { operationsRoutes } from './operations.js';
+import { policiesRoutes } from './policies.js';
+import { routersRoutes } from './routers.js';
+import { servicesRoutes } from './services.js';
 import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
@@ -22,6 +26,10 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, r.get('identities'), flavor, { readExtra: IdentityReadExtra });
   registerResourceRoutes(app, r.get('authenticators'), flavor);
   registerResourceRoutes(app, r.get('api-sessions'), flavor, { readExtra: ApiSessionExtra });
+  policiesRoutes(app, core);
+  servicesRoutes(app, core);
+  routersRoutes(app, core);
+  operationsRoutes(app, core);
 
   const identities = r.get('identities');
   const authenticators = r.get('authenticators');

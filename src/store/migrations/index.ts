@@ -2,5 +2,6 @@
 import type { StoreMigration } from '../store.js';
 import { m0001Base } from './0001-base.js';
 import { m0002Identities } from './0002-identities.js';
+import { m0003Network } from './0003-network.js';
 
-export const migrations: readonly StoreMigration[] = [m0001Base, m0002Identities];
+export const migrations: readonly StoreMigration[] = [m0001Base, m0002Identities, m0003Network];

@@ -1,0 +1,60 @@
+import { Type } from '@sinclair/typebox';
+import { field, MAX_NAME, type ResourceDef } from './kit.js';
+
+export const revocations: ResourceDef = {
+  name: 'revocations',
+  label: 'revocation',
+  table: 'revocations',
+  permission: 'ops',
+  operations: ['list', 'get', 'create'],
+  idFrom: 'id',
+  fields: {
+    id: field.string('what is revoked: a token id (JTI), an identity id or an API session id', {
+      virtual: true,
+      required: 'create',
+      minLength: 1,
+      maxLength: MAX_NAME,
+    }),
+    type: field.enum(['JTI', 'IDENTITY', 'API_SESSION'], 'kind of id', { required: 'create', createOnly: true }),
+    expiresAt: field.datetime('when the revocation can be forgotten (the longest token lifetime)', { readOnly: true, nullable: true }),
+  },
+};
+
+export const controllerSettings: ResourceDef = {
+  name: 'controller-settings',
+  label: 'controller setting',
+  table: 'controller_settings',
+  permission: 'ops',
+  idFrom: 'controllerId',
+  fields: {
+    controllerId: field.string('the controller it applies to, or "global"', {
+      required: 'create',
+      createOnly: true,
+      minLength: 1,
+      maxLength: MAX_NAME,
+    }),
+    oidc: field.json(Type.Object({ redirectUris: Type.Optional(Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })), postLogoutUris: Type.Optional(Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })) }, { additionalProperties: false }), 'OIDC settings', {
+      default: {},
+      nullable: true,
+      filterable: false,
+    }),
+  },
+};
+
+export const controllers: ResourceDef = {
+  name: 'controllers',
+  label: 'controller',
+  table: 'controllers',
+  permission: 'ops',
+  operations: ['list'],
+  fields: {
+    name: field.name(),
+    address: field.string('advertised address', { readOnly: true, maxLength: MAX_NAME, default: '' }),
+    ctrlAddress: field.string('control channel address', { readOnly: true, maxLength: MAX_NAME, default: '' }),
+    certPem: field.string('server certificate', { readOnly: true, maxLength: 16384, default: '', filterable: false }),
+    fingerprint: field.string('server certificate fingerprint', { readOnly: true, maxLength: MAX_NAME, default: '' }),
+    isOnline: field.boolean('running now', { readOnly: true, default: false }),
+    lastJoinedAt: field.datetime('last start', { readOnly: true, nullable: true }),
+    apiAddresses: field.json(Type.Record(Type.String(), Type.Unknown()), 'API addresses per binding', { readOnly: true, default: {}, filterable: false }),
+  },
+};

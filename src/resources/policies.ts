@@ -1,0 +1,53 @@
+import { field, type ResourceDef } from './kit.js';
+
+export const SEMANTICS = ['AllOf', 'AnyOf'] as const;
+
+const semantic = field.enum(SEMANTICS, 'how #attribute roles combine', { required: 'always' });
+
+export const servicePolicies: ResourceDef = {
+  name: 'service-policies',
+  label: 'service policy',
+  table: 'service_policies',
+  permission: 'service-policy',
+  links: ['services', 'identities', 'posture-checks'],
+  operationIds: { list: 'listServicePolicies' },
+  fields: {
+    name: field.name(),
+    type: field.enum(['Dial', 'Bind'], 'what the policy grants', { required: 'always' }),
+    semantic,
+    identityRoles: field.roles('identities it applies to'),
+    serviceRoles: field.roles('services it grants'),
+    postureCheckRoles: field.roles('posture checks a session must pass'),
+  },
+};
+
+export const edgeRouterPolicies: ResourceDef = {
+  name: 'edge-router-policies',
+  label: 'edge router policy',
+  table: 'edge_router_policies',
+  permission: 'edge-router-policy',
+  system: true,
+  links: ['edge-routers', 'identities'],
+  operationIds: { list: 'listEdgeRouterPolicies' },
+  fields: {
+    name: field.name(),
+    semantic,
+    edgeRouterRoles: field.roles('edge routers the identities may use'),
+    identityRoles: field.roles('identities it applies to'),
+  },
+};
+
+export const serviceEdgeRouterPolicies: ResourceDef = {
+  name: 'service-edge-router-policies',
+  label: 'service edge router policy',
+  table: 'service_edge_router_policies',
+  permission: 'service-edge-router-policy',
+  links: ['edge-routers', 'services'],
+  operationIds: { list: 'listServiceEdgeRouterPolicies' },
+  fields: {
+    name: field.name(),
+    semantic,
+    edgeRouterRoles: field.roles('edge routers that may carry the services'),
+    serviceRoles: field.roles('services it applies to'),
+  },
+};

@@ -1,0 +1,78 @@
+import { Type } from '@sinclair/typebox';
+import { field, MAX_NAME, type ResourceDef } from './kit.js';
+
+export const POSTURE_CHECK_TYPES = ['OS', 'PROCESS', 'PROCESS_MULTI', 'DOMAIN', 'MAC', 'MFA'] as const;
+export const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 'macOS'] as const;
+
+const Str = Type.String({ minLength: 1, maxLength: MAX_NAME });
+const OsType = Type.Union(OS_TYPES.map((t) => Type.Literal(t)));
+export const OperatingSystemSchema = Type.Object(
+  { type: OsType, versions: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 }) },
+  { additionalProperties: false },
+);
+const ProcessBase = {
+  osType: OsType,
+  path: Type.String({ minLength: 1, maxLength: 1024 }),
+  hashes: Type.Optional(Type.Array(Type.String({ maxLength: 128 }), { maxItems: 100 })),
+};
+export const ProcessSchema = Type.Object(
+  { ...ProcessBase, signerFingerprint: Type.Optional(Type.String({ maxLength: 128 })) },
+  { additionalProperties: false },
+);
+export const ProcessMultiSchema = Type.Object(
+  { ...ProcessBase, signerFingerprints: Type.Optional(Type.Array(Type.String({ maxLength: 128 }), { maxItems: 100 })) },
+  { additionalProperties: false },
+);
+
+export const postureCheckTypes: ResourceDef = {
+  name: 'posture-check-types',
+  label: 'posture check type',
+  table: 'posture_check_types',
+  permission: 'posture-check',
+  operations: ['list', 'get'],
+  fields: {
+    name: field.name(),
+    operatingSystems: field.json(Type.Array(OperatingSystemSchema, { maxItems: 10 }), 'operating systems the check applies to', {
+      default: [],
+      filterable: false,
+    }),
+  },
+};
+
+/** One table for every kind of check; each kind's fields are null on the others. */
+export const postureChecks: ResourceDef = {
+  name: 'posture-checks',
+  label: 'posture check',
+  table: 'posture_checks',
+  permission: 'posture-check',
+  fields: {
+    name: field.name(),
+    typeId: field.ref('posture-check-types', 'kind of check: OS, PROCESS, PROCESS_MULTI, DOMAIN, MAC or MFA', {
+      required: 'create',
+      createOnly: true,
+      ref: { collection: 'posture-check-types', as: 'type' },
+    }),
+    roleAttributes: field.roleAttributes(),
+    domains: field.set('DOMAIN: allowed Windows domains', { nullable: true, default: undefined, schema: Str, maxItems: 1000 }),
+    operatingSystems: field.json(Type.Array(OperatingSystemSchema, { maxItems: 20 }), 'OS: allowed systems and versions', {
+      nullable: true,
+      filterable: false,
+    }),
+    process: field.json(ProcessSchema, 'PROCESS: a process that must run', { nullable: true, filterable: false }),
+    processes: field.json(Type.Array(ProcessMultiSchema, { maxItems: 100 }), 'PROCESS_MULTI: processes', {
+      nullable: true,
+      filterable: false,
+    }),
+    semantic: field.enum(['AllOf', 'AnyOf'], 'PROCESS_MULTI: all or any of the processes', { nullable: true }),
+    macAddresses: field.set('MAC: allowed hardware addresses', {
+      nullable: true,
+      default: undefined,
+      schema: Type.String({ minLength: 1, maxLength: 64 }),
+      maxItems: 1000,
+    }),
+    timeoutSeconds: field.integer('MFA: seconds a passed MFA stays valid; -1: forever', { minimum: -1, maximum: 2 ** 31 - 1, nullable: true }),
+    promptOnWake: field.boolean('MFA: ask again when the device wakes', { nullable: true }),
+    promptOnUnlock: field.boolean('MFA: ask again when the device is unlocked', { nullable: true }),
+    ignoreLegacyEndpoints: field.boolean('MFA: do not apply to legacy clients', { nullable: true }),
+  },
+};

@@ -1,0 +1,64 @@
+import { Type } from '@sinclair/typebox';
+import { field, MAX_LIST, MAX_NAME, type ResourceDef } from './kit.js';
+
+const Json = Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
+
+export const edgeRouters: ResourceDef = {
+  name: 'edge-routers',
+  label: 'edge router',
+  table: 'edge_routers',
+  permission: 'router',
+  links: ['edge-router-policies'],
+  fields: {
+    name: field.name(),
+    cost: field.integer('routing cost', { minimum: 0, maximum: 65535, nullable: true, default: 0 }),
+    disabled: field.boolean('refuses connections while true', { nullable: true, default: false }),
+    isTunnelerEnabled: field.boolean('also acts as a tunneler with an identity of its own', { default: false }),
+    noTraversal: field.boolean('not used for transit', { nullable: true, default: false }),
+    roleAttributes: field.roleAttributes(),
+    configs: field.set('ids of router configs', {
+      nullable: true,
+      schema: Type.String({ minLength: 1, maxLength: MAX_NAME }),
+      maxItems: MAX_LIST,
+      filterable: false,
+    }),
+    appData: field.json(Json, 'application data', { nullable: true, filterable: false }),
+    ctrlChanListeners: field.json(Json, 'control channel listeners', { nullable: true, filterable: false }),
+    fingerprint: field.string('fingerprint of its certificate once enrolled', { readOnly: true, nullable: true, maxLength: MAX_NAME }),
+    hostname: field.string('host name it reported', { readOnly: true, default: '', maxLength: MAX_NAME }),
+    isOnline: field.boolean('connected to the controller now', { readOnly: true, default: false }),
+    isVerified: field.boolean('enrolled', { readOnly: true, default: false }),
+    supportedProtocols: field.json(Type.Record(Type.String(), Type.String(), { maxProperties: 20 }), 'protocol → address', {
+      readOnly: true,
+      default: {},
+      filterable: false,
+    }),
+  },
+};
+
+const routerFields = {
+  name: field.name(),
+  cost: field.integer('routing cost', { minimum: 0, maximum: 65535, nullable: true, default: 0 }),
+  disabled: field.boolean('refuses connections while true', { nullable: true, default: false }),
+  noTraversal: field.boolean('not used for transit', { nullable: true, default: false }),
+  ctrlChanListeners: field.json(Json, 'control channel listeners', { nullable: true, filterable: false }),
+  fingerprint: field.string('fingerprint of its certificate once enrolled', { readOnly: true, nullable: true, maxLength: MAX_NAME }),
+  isOnline: field.boolean('connected to the controller now', { readOnly: true, default: false }),
+  isVerified: field.boolean('enrolled', { readOnly: true, default: false }),
+};
+
+/** Fabric routers without edge functions, served at /routers and /transit-routers. */
+export const routers: ResourceDef = {
+  name: 'routers',
+  label: 'router',
+  table: 'routers',
+  permission: 'router',
+  fields: routerFields,
+};
+
+export const transitRouters: ResourceDef = {
+  ...routers,
+  name: 'transit-routers',
+  label: 'transit router',
+  operationIds: { list: 'listTransitRouters' },
+};
