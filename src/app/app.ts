@@ -18,6 +18,7 @@ import { ApiSessions } from '../auth/api-sessions.js';
 import { IdentityDirectory } from '../auth/identity-directory.js';
 import { FailureThrottle } from '../auth/throttle.js';
 import { seed } from '../domain/seed.js';
+import { registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
 import { Repository } from '../store/repository.js';
 import { apiSessions as apiSessionsDef } from '../resources/api-sessions.js';
@@ -141,6 +142,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           ? ['OIDC_AUTH']
           : [],
     };
+
+    const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';
+    await resources.write((ctx) => registerController(ctx, { name: self, address: self, certPem: pki.serverCertPem }));
 
     const servers: RunningServer[] = [];
     for (const listener of config.web) {

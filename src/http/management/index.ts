@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { disableIdentity, enableIdentity } from '../../domain/identities.js';
 import { ApiSessionExtra } from '../../domain/api-sessions.js';
+import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { notFound } from '../../errors.js';
 import { readSchema } from '../../resources/kit.js';
 import { authenticators as authenticatorsDef } from '../../resources/authenticators.js';
@@ -13,6 +14,7 @@ import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { IdentityReadExtra } from '../identity-schemas.js';
 import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
+import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
 import { servicesRoutes } from './services.js';
 import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
@@ -23,13 +25,18 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   edgeAuthRoutes(app, core);
   registerResourceRoutes(app, r.get('identity-types'), flavor);
   registerResourceRoutes(app, r.get('auth-policies'), flavor);
-  registerResourceRoutes(app, r.get('identities'), flavor, { readExtra: IdentityReadExtra });
+  registerResourceRoutes(app, r.get('identities'), flavor, {
+    readExtra: IdentityReadExtra,
+    listQueryExtra: RoleFilterQuery,
+    listScope: roleFilterScope('identities', flavor),
+  });
   registerResourceRoutes(app, r.get('authenticators'), flavor);
   registerResourceRoutes(app, r.get('api-sessions'), flavor, { readExtra: ApiSessionExtra });
   policiesRoutes(app, core);
   servicesRoutes(app, core);
   routersRoutes(app, core);
   operationsRoutes(app, core);
+  relatedRoutes(app, core);
 
   const identities = r.get('identities');
   const authenticators = r.get('authenticators');
