@@ -1,23 +1,138 @@
 // Service policies, edge router policies and service edge router policies beyond CRUD, and the
 // link maintenance every policy-relevant entity needs.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { fieldError } from '../errors.js';
+import {
+  existingIds,
+  forgetEntity,
+  forgetPolicy,
+  POLICY_SPECS,
+  refreshEntityLinks,
+  refreshPolicyLinks,
+  ROLE_KINDS,
+  type PolicyCollection,
+} from '../policy/links.js';
+import { parseRoles, rolesDisplay, validateRoles } from '../policy/roles.js';
+import type { Entity } from '../store/repository.js';
+import type { Executor } from '../store/store.js';
 import type { ResourceBehaviour } from './resources.js';
 
 export type RoleKind = 'identity' | 'service' | 'edge-router' | 'posture-check';
 
+export const RoleDisplaySchema = Type.Array(
+  Type.Object({ role: Type.String(), name: Type.String() }),
+  { description: 'each role with the name it stands for: @<entity name> for @id, the role itself otherwise' },
+);
+
+/** The computed read fields of a policy kind: `<list>Display` for each of its role lists. */
+export function policyReadExtra(collection: PolicyCollection): Record<string, TSchema> {
+  return Object.fromEntries(POLICY_SPECS[collection].lists.map((l) => [`${l.field}Display`, RoleDisplaySchema]));
+}
+
+const SEMANTICS = new Set(['AllOf', 'AnyOf']);
+/** Ids per name lookup statement. */
+const NAME_CHUNK = 2000;
+
+function roleList(entity: Entity, field: string): string[] {
+  const value = entity[field];
+  return Array.isArray(value) ? value.map(String) : [];
+}
+
+async function namesOf(ex: Executor, table: string, ids: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < ids.length; i += NAME_CHUNK) {
+    const rows = await ex
+      .selectFrom(table)
+      .select(['id', 'name'])
+      .where('id', 'in', ids.slice(i, i + NAME_CHUNK))
+      .execute();
+    for (const r of rows) out.set(String(r.id), String(r.name));
+  }
+  return out;
+}
+
+function policyBehaviour(collection: PolicyCollection): ResourceBehaviour {
+  const spec = POLICY_SPECS[collection];
+  return {
+    async validate(ctx, next, prev) {
+      if (!SEMANTICS.has(String(next.semantic))) throw fieldError('semantic', 'must be AllOf or AnyOf', next.semantic);
+      for (const l of spec.lists) {
+        const roles = roleList(next, l.field);
+        const problem = validateRoles(roles);
+        if (problem) throw fieldError(l.field, problem.reason, problem.entry);
+        // Only ids new to the list must exist: an entity deleted since keeps its `@id` harmlessly,
+        // and must not make every later edit of the policy fail.
+        const known = new Set(prev ? parseRoles(roleList(prev, l.field)).ids : []);
+        const added = parseRoles(roles).ids.filter((id) => !known.has(id));
+        if (added.length === 0) continue;
+        const present = await existingIds(ctx.tx, ROLE_KINDS[l.kind].table, added);
+        const missing = added.find((id) => !present.has(id));
+        if (missing !== undefined) {
+          throw fieldError(l.field, `no ${ROLE_KINDS[l.kind].label} with id ${missing}`, `@${missing}`);
+        }
+      }
+    },
+    async afterWrite(ctx, next, prev) {
+      const same =
+        prev !== undefined &&
+        prev.semantic === next.semantic &&
+        spec.lists.every((l) => JSON.stringify(roleList(prev, l.field)) === JSON.stringify(roleList(next, l.field)));
+      if (!same) await refreshPolicyLinks(ctx, collection, next);
+    },
+    async afterDelete(ctx, prev) {
+      await forgetPolicy(ctx, collection, prev.id);
+    },
+    async decorate(ex, entities, answers) {
+      // One name lookup per entity kind for the whole page.
+      const idsByKind = new Map<RoleKind, Set<string>>();
+      for (const e of entities) {
+        for (const l of spec.lists) {
+          const ids = parseRoles(roleList(e, l.field)).ids;
+          if (ids.length === 0) continue;
+          let set = idsByKind.get(l.kind);
+          if (!set) idsByKind.set(l.kind, (set = new Set()));
+          for (const id of ids) set.add(id);
+        }
+      }
+      const names = new Map<RoleKind, Map<string, string>>();
+      for (const [kind, ids] of idsByKind) names.set(kind, await namesOf(ex, ROLE_KINDS[kind].table, [...ids]));
+      for (const [i, e] of entities.entries()) {
+        for (const l of spec.lists) {
+          answers[i]![`${l.field}Display`] = rolesDisplay(roleList(e, l.field), names.get(l.kind) ?? new Map());
+        }
+      }
+    },
+  };
+}
+
 export function servicePolicyBehaviour(): ResourceBehaviour {
-  return {};
+  return policyBehaviour('service-policies');
 }
 
 export function edgeRouterPolicyBehaviour(): ResourceBehaviour {
-  return {};
+  return policyBehaviour('edge-router-policies');
 }
 
 export function serviceEdgeRouterPolicyBehaviour(): ResourceBehaviour {
-  return {};
+  return policyBehaviour('service-edge-router-policies');
+}
+
+function sameAttributes(a: unknown, b: unknown): boolean {
+  const x = new Set(Array.isArray(a) ? a : []);
+  const y = new Set(Array.isArray(b) ? b : []);
+  return x.size === y.size && [...x].every((v) => y.has(v));
 }
 
 /** Keeps policy links and the role attribute index exact when an entity of `kind` is written. */
 export function roleLinkBehaviour(kind: RoleKind): ResourceBehaviour {
-  void kind;
-  return {};
+  return {
+    async afterWrite(ctx, next, prev) {
+      // A new entity may be selected by `@id` or `#all` even without attributes.
+      if (prev && sameAttributes(prev.roleAttributes, next.roleAttributes)) return;
+      await refreshEntityLinks(ctx, kind, next);
+    },
+    async afterDelete(ctx, prev) {
+      await forgetEntity(ctx, kind, prev.id);
+    },
+  };
 }

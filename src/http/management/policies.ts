@@ -1,8 +1,15 @@
-// Management routes of the policies area beyond the generic resource routes.
+// Management routes of the policies area: the generic routes of the three policy kinds, whose reads
+// add the `*RolesDisplay` fields.
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { policyReadExtra } from '../../domain/policies.js';
+import { POLICY_COLLECTIONS } from '../../policy/links.js';
+import { registerResourceRoutes } from '../resource-routes.js';
 
 export function policiesRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  for (const collection of POLICY_COLLECTIONS) {
+    registerResourceRoutes(app, core.resources.get(collection), core.store.dialect.flavor, {
+      readExtra: policyReadExtra(collection),
+    });
+  }
 }

@@ -1,0 +1,414 @@
+// Link maintenance: applies role matching inside a write's transaction, so that the policy link
+// tables hold exactly the pairs the pure matcher (roles.ts) selects, and role_attribute_index holds
+// exactly each entity's role attributes. Only differences are written.
+//
+// Entities a policy selects come from the store (role_attribute_index for `#attr`, ids for `@id`,
+// the whole table for `#all`). Policies an entity matches come from an in-memory index of every
+// policy's role lists (see PolicyIndex), so a change of one entity never scans all policies.
+import type { RoleKind } from '../domain/policies.js';
+import type { Resources, WriteContext } from '../domain/resources.js';
+import type { Entity } from '../store/repository.js';
+import type { Executor, Tx } from '../store/store.js';
+import { matchesParsed, parseRoles, type ParsedRoles } from './roles.js';
+
+export type PolicyCollection = 'service-policies' | 'edge-router-policies' | 'service-edge-router-policies';
+export type RoleField = 'identityRoles' | 'serviceRoles' | 'edgeRouterRoles' | 'postureCheckRoles';
+
+export const POLICY_COLLECTIONS: readonly PolicyCollection[] = [
+  'service-policies',
+  'edge-router-policies',
+  'service-edge-router-policies',
+];
+
+export interface KindSpec {
+  /** Entity table; every one has a `role_attributes` JSON array and a `name`. */
+  table: string;
+  collection: string;
+  label: string;
+}
+
+export const ROLE_KINDS: Readonly<Record<RoleKind, KindSpec>> = {
+  identity: { table: 'identities', collection: 'identities', label: 'identity' },
+  service: { table: 'services', collection: 'services', label: 'service' },
+  'edge-router': { table: 'edge_routers', collection: 'edge-routers', label: 'edge router' },
+  'posture-check': { table: 'posture_checks', collection: 'posture-checks', label: 'posture check' },
+};
+
+/** One role list of a policy kind and the link table it is materialised in. */
+export interface RoleListSpec {
+  collection: PolicyCollection;
+  field: RoleField;
+  /** Column of the list in the policy table. */
+  column: string;
+  kind: RoleKind;
+  linkTable: string;
+  /** Entity column of the link table (the other one is policy_id). */
+  linkColumn: string;
+}
+
+export interface PolicySpec {
+  collection: PolicyCollection;
+  table: string;
+  lists: readonly RoleListSpec[];
+}
+
+const list = (
+  collection: PolicyCollection,
+  field: RoleField,
+  kind: RoleKind,
+  linkTable: string,
+  linkColumn: string,
+): RoleListSpec => ({ collection, field, column: field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), kind, linkTable, linkColumn });
+
+export const POLICY_SPECS: Readonly<Record<PolicyCollection, PolicySpec>> = {
+  'service-policies': {
+    collection: 'service-policies',
+    table: 'service_policies',
+    lists: [
+      list('service-policies', 'identityRoles', 'identity', 'service_policy_identities', 'identity_id'),
+      list('service-policies', 'serviceRoles', 'service', 'service_policy_services', 'service_id'),
+      list('service-policies', 'postureCheckRoles', 'posture-check', 'service_policy_posture_checks', 'posture_check_id'),
+    ],
+  },
+  'edge-router-policies': {
+    collection: 'edge-router-policies',
+    table: 'edge_router_policies',
+    lists: [
+      list('edge-router-policies', 'identityRoles', 'identity', 'edge_router_policy_identities', 'identity_id'),
+      list('edge-router-policies', 'edgeRouterRoles', 'edge-router', 'edge_router_policy_edge_routers', 'edge_router_id'),
+    ],
+  },
+  'service-edge-router-policies': {
+    collection: 'service-edge-router-policies',
+    table: 'service_edge_router_policies',
+    lists: [
+      list('service-edge-router-policies', 'serviceRoles', 'service', 'service_edge_router_policy_services', 'service_id'),
+      list('service-edge-router-policies', 'edgeRouterRoles', 'edge-router', 'service_edge_router_policy_edge_routers', 'edge_router_id'),
+    ],
+  },
+};
+
+/** The role lists that select entities of each kind. */
+const LISTS_OF_KIND: Readonly<Record<RoleKind, readonly RoleListSpec[]>> = {
+  identity: [],
+  service: [],
+  'edge-router': [],
+  'posture-check': [],
+};
+for (const spec of Object.values(POLICY_SPECS)) {
+  for (const l of spec.lists) (LISTS_OF_KIND[l.kind] as RoleListSpec[]).push(l);
+}
+
+// ---- the in-memory policy index ----------------------------------------------------------------
+
+interface IndexedPolicy {
+  semantic: string;
+  lists: Partial<Record<RoleField, ParsedRoles>>;
+}
+
+/** Policies of one role list, by what can make them match. */
+interface ListIndex {
+  all: Set<string>;
+  byAttribute: Map<string, Set<string>>;
+  byId: Map<string, Set<string>>;
+}
+
+function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(id);
+}
+
+function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(id);
+  if (set.size === 0) map.delete(key);
+}
+
+/**
+ * Every policy's role lists, inverted by attribute, id and `#all`. Its content is "the committed
+ * policies, plus the writes of the transaction `owner`" (just the committed ones when owner is
+ * unset). A transaction may use it only when it is loaded and unowned or owned by itself; otherwise
+ * it reloads it from its own view of the store. A writer claims it before changing it; the claim is
+ * released after its commit. A transaction that rolled back never releases it, so the next writer
+ * reloads: that is how rolled-back changes leave the index. SQLite serialises write transactions,
+ * so in steady state nothing is reloaded.
+ */
+class PolicyIndex {
+  loaded = false;
+  owner: Tx | undefined;
+  private readonly policies = new Map<PolicyCollection, Map<string, IndexedPolicy>>();
+  private readonly lists = new Map<RoleListSpec, ListIndex>();
+
+  constructor() {
+    this.clear();
+  }
+
+  private clear(): void {
+    for (const c of POLICY_COLLECTIONS) this.policies.set(c, new Map());
+    for (const spec of Object.values(POLICY_SPECS)) {
+      for (const l of spec.lists) this.lists.set(l, { all: new Set(), byAttribute: new Map(), byId: new Map() });
+    }
+  }
+
+  async load(ex: Executor, resources: Resources): Promise<void> {
+    this.loaded = false;
+    this.clear();
+    const dialect = resources.store.dialect;
+    for (const spec of Object.values(POLICY_SPECS)) {
+      const rows = await ex
+        .selectFrom(spec.table)
+        .select(['id', 'semantic', ...spec.lists.map((l) => l.column)])
+        .execute();
+      for (const row of rows as Record<string, unknown>[]) {
+        const entity: Record<string, unknown> = { id: row.id, semantic: row.semantic };
+        for (const l of spec.lists) entity[l.field] = dialect.fromDb('json', row[l.column]);
+        this.put(spec.collection, String(row.id), entity);
+      }
+    }
+    this.loaded = true;
+  }
+
+  /** Sets (or with undefined, removes) the role lists of one policy. */
+  put(collection: PolicyCollection, id: string, policy: Record<string, unknown> | undefined): void {
+    const spec = POLICY_SPECS[collection];
+    const byId = this.policies.get(collection)!;
+    const old = byId.get(id);
+    if (old) {
+      for (const l of spec.lists) {
+        const roles = old.lists[l.field];
+        const index = this.lists.get(l)!;
+        if (!roles) continue;
+        index.all.delete(id);
+        for (const a of roles.attributes) removeFrom(index.byAttribute, a, id);
+        for (const e of roles.ids) removeFrom(index.byId, e, id);
+      }
+      byId.delete(id);
+    }
+    if (!policy) return;
+    const entry: IndexedPolicy = { semantic: String(policy.semantic), lists: {} };
+    for (const l of spec.lists) {
+      const roles = parseRoles(policy[l.field] as string[] | null | undefined);
+      entry.lists[l.field] = roles;
+      const index = this.lists.get(l)!;
+      if (roles.all) index.all.add(id);
+      for (const a of roles.attributes) addTo(index.byAttribute, a, id);
+      for (const e of roles.ids) addTo(index.byId, e, id);
+    }
+    byId.set(id, entry);
+  }
+
+  /** Ids of the policies whose list `l` selects the entity. */
+  matching(l: RoleListSpec, id: string, attributes: ReadonlySet<string>): Set<string> {
+    const index = this.lists.get(l)!;
+    const candidates = new Set<string>(index.all);
+    for (const p of index.byId.get(id) ?? []) candidates.add(p);
+    for (const a of attributes) for (const p of index.byAttribute.get(a) ?? []) candidates.add(p);
+    const policies = this.policies.get(l.collection)!;
+    const out = new Set<string>();
+    for (const p of candidates) {
+      const policy = policies.get(p)!;
+      if (matchesParsed(policy.semantic, policy.lists[l.field]!, id, attributes)) out.add(p);
+    }
+    return out;
+  }
+}
+
+// One index per controller (its Resources), never a module-level singleton shared between them.
+const indexes = new WeakMap<Resources, PolicyIndex>();
+
+function claim(index: PolicyIndex, ctx: WriteContext): void {
+  if (index.owner === ctx.tx) return;
+  const tx = ctx.tx;
+  index.owner = tx;
+  ctx.afterCommit(() => {
+    if (index.owner === tx) index.owner = undefined;
+    // Another transaction reloaded it meanwhile, possibly without these writes: start over.
+    else index.loaded = false;
+  });
+}
+
+async function indexFor(ctx: WriteContext): Promise<PolicyIndex> {
+  let index = indexes.get(ctx.resources);
+  if (!index) indexes.set(ctx.resources, (index = new PolicyIndex()));
+  if (!index.loaded || (index.owner !== undefined && index.owner !== ctx.tx)) {
+    // What this transaction sees may include its own uncommitted writes, so the result is its own.
+    claim(index, ctx);
+    await index.load(ctx.tx, ctx.resources);
+  }
+  return index;
+}
+
+// ---- store helpers -----------------------------------------------------------------------------
+
+/** Values per statement; far below SQLite's 32766 bound parameters, and quick to compile. */
+const CHUNK = 2000;
+
+function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+async function column(ex: Executor, table: string, select: string, where: string, value: string): Promise<Set<string>> {
+  const rows = await ex.selectFrom(table).select(select).where(where, '=', value).execute();
+  return new Set(rows.map((r) => String((r as Record<string, unknown>)[select])));
+}
+
+/** The given ids that exist in the table. */
+export async function existingIds(ex: Executor, table: string, ids: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const part of chunks([...new Set(ids)])) {
+    const rows = await ex.selectFrom(table).select('id').where('id', 'in', part).execute();
+    for (const r of rows) out.add(String(r.id));
+  }
+  return out;
+}
+
+function difference(a: ReadonlySet<string>, b: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (const x of a) if (!b.has(x)) out.push(x);
+  return out;
+}
+
+/** Makes the rows (fixedColumn = fixed, otherColumn ∈ want) of a link table exactly `want`. */
+async function syncRows(
+  tx: Tx,
+  table: string,
+  fixedColumn: string,
+  fixed: string,
+  otherColumn: string,
+  want: ReadonlySet<string>,
+  have: ReadonlySet<string>,
+): Promise<void> {
+  const remove = difference(have, want);
+  const add = difference(want, have);
+  for (const part of chunks(remove)) {
+    await tx.deleteFrom(table).where(fixedColumn, '=', fixed).where(otherColumn, 'in', part).execute();
+  }
+  for (const part of chunks(add, CHUNK / 2)) {
+    await tx
+      .insertInto(table)
+      .values(part.map((other) => ({ [fixedColumn]: fixed, [otherColumn]: other })))
+      .execute();
+  }
+}
+
+/** Ids of the entities of `kind` a role list selects under the semantic. */
+export async function entitiesMatching(
+  ex: Executor,
+  kind: RoleKind,
+  semantic: string,
+  roles: ParsedRoles,
+): Promise<Set<string>> {
+  const table = ROLE_KINDS[kind].table;
+  if (roles.all) return new Set((await ex.selectFrom(table).select('id').execute()).map((r) => String(r.id)));
+  const out = await existingIds(ex, table, roles.ids);
+  const attributes = roles.attributes;
+  if (attributes.length === 0) return out;
+  // A plain range read of the primary key (kind, attribute, entity_id); counting (AllOf) and
+  // de-duplicating (AnyOf) happen here, because a GROUP BY or DISTINCT lures SQLite, without
+  // statistics, into walking every row of the kind through the (kind, entity_id) index for order.
+  const rows = await ex
+    .selectFrom('role_attribute_index')
+    .select('entity_id')
+    .where('kind', '=', kind)
+    .where('attribute', 'in', attributes)
+    .execute();
+  if (semantic === 'AnyOf' || attributes.length === 1) {
+    for (const r of rows) out.add(String(r.entity_id));
+    return out;
+  }
+  // Rows are distinct per (kind, attribute, entity), so carrying all n attributes means n rows.
+  const counts = new Map<string, number>();
+  for (const r of rows) {
+    const id = String(r.entity_id);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  for (const [id, n] of counts) if (n === attributes.length) out.add(id);
+  return out;
+}
+
+/**
+ * Makes the index rows of one entity exactly its attributes: all of them are replaced (a handful of
+ * rows). Neither reading them nor a delete that names `attribute` is used, because SQLite without
+ * statistics plans both as a scan of every row of the kind through the covering primary key instead
+ * of the (kind, entity_id) index; a delete by (kind, entity_id) alone uses that index.
+ */
+async function syncAttributeIndex(tx: Tx, kind: RoleKind, entityId: string, attributes: readonly string[]): Promise<void> {
+  await tx.deleteFrom('role_attribute_index').where('kind', '=', kind).where('entity_id', '=', entityId).execute();
+  for (const part of chunks(attributes, CHUNK / 3)) {
+    await tx
+      .insertInto('role_attribute_index')
+      .values(part.map((attribute) => ({ kind, attribute, entity_id: entityId })))
+      .execute();
+  }
+}
+
+function attributesOf(entity: Entity): Set<string> {
+  const value = entity.roleAttributes;
+  return new Set(Array.isArray(value) ? value.map(String) : []);
+}
+
+// ---- the operations ----------------------------------------------------------------------------
+
+/**
+ * Makes every link row of `policy` (as just written) exactly the entities its role lists select,
+ * and records its role lists in the policy index. Call after writing the policy row.
+ */
+export async function refreshPolicyLinks(ctx: WriteContext, collection: PolicyCollection, policy: Entity): Promise<void> {
+  const spec = POLICY_SPECS[collection];
+  const index = await indexFor(ctx);
+  claim(index, ctx);
+  index.put(collection, policy.id, policy);
+  const semantic = String(policy.semantic);
+  for (const l of spec.lists) {
+    const want = await entitiesMatching(ctx.tx, l.kind, semantic, parseRoles(policy[l.field] as string[] | null));
+    const have = await column(ctx.tx, l.linkTable, l.linkColumn, 'policy_id', policy.id);
+    await syncRows(ctx.tx, l.linkTable, 'policy_id', policy.id, l.linkColumn, want, have);
+  }
+}
+
+/**
+ * Forgets a deleted policy. Its link rows go with it (foreign keys cascade); call after deleting it
+ * so later entity writes do not select it.
+ */
+export async function forgetPolicy(ctx: WriteContext, collection: PolicyCollection, policyId: string): Promise<void> {
+  const index = await indexFor(ctx);
+  claim(index, ctx);
+  index.put(collection, policyId, undefined);
+}
+
+/**
+ * Makes the role attribute index rows of `entity` (as just written) its role attributes, and its
+ * link rows exactly the policies that select it.
+ */
+export async function refreshEntityLinks(ctx: WriteContext, kind: RoleKind, entity: Entity): Promise<void> {
+  const attributes = attributesOf(entity);
+  await syncAttributeIndex(ctx.tx, kind, entity.id, [...attributes]);
+
+  const index = await indexFor(ctx);
+  for (const l of LISTS_OF_KIND[kind]) {
+    const want = index.matching(l, entity.id, attributes);
+    const current = await column(ctx.tx, l.linkTable, 'policy_id', l.linkColumn, entity.id);
+    const added = difference(want, current);
+    if (added.length > 0) {
+      // Guards against a policy row removed without forgetPolicy: it must not be linked (nor fail
+      // the write on its foreign key), and the index drops it.
+      const present = await existingIds(ctx.tx, POLICY_SPECS[l.collection].table, added);
+      for (const p of added) {
+        if (present.has(p)) continue;
+        claim(index, ctx);
+        index.put(l.collection, p, undefined);
+        want.delete(p);
+      }
+    }
+    await syncRows(ctx.tx, l.linkTable, l.linkColumn, entity.id, 'policy_id', want, current);
+  }
+}
+
+/** Drops the role attribute index rows of a deleted entity (its link rows cascade). */
+export async function forgetEntity(ctx: WriteContext, kind: RoleKind, entityId: string): Promise<void> {
+  await ctx.tx.deleteFrom('role_attribute_index').where('kind', '=', kind).where('entity_id', '=', entityId).execute();
+}
