@@ -1,19 +1,507 @@
-// Services, config types and configs beyond CRUD.
-import type { ResourceBehaviour, WriteContext } from './resources.js';
+// Services, config types and configs beyond CRUD: config type schemas, config data checked against
+// them, the configs of a service, identity service-config overrides, and the seeded config types.
+import type { SqlFlavor } from '../query/flavor.js';
+import type { ValidateFunction } from 'ajv';
+import { sql, type Expression, type SqlBool } from 'kysely';
+import { ApiError, fieldError, notFound } from '../errors.js';
+import { entityRef } from '../resources/kit.js';
+import type { Entity } from '../store/repository.js';
+import type { Executor, Tx } from '../store/store.js';
+import { SEEDED_CONFIG_TYPE_IDS, SEEDED_CONFIG_TYPES } from './config-type-schemas.js';
+import { assertMayManage } from './identities.js';
+import { dataProblem, JsonSchemaCompiler, SchemaProblem } from './json-schema.js';
+import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+
+/** The terminator strategies a router knows; a typo would leave a service without routing. */
+export const TERMINATOR_STRATEGIES = ['smartrouting', 'weighted', 'random', 'sticky'] as const;
+const DEFAULT_STRATEGY = 'smartrouting';
+
+/** Configs checked per round when a schema change is weighed against the stored configs. */
+const CHECK_BATCH = 500;
+
+function json(value: unknown): string {
+  return JSON.stringify(value ?? null);
+}
+
+function compileOrRefuse(compiler: JsonSchemaCompiler, schema: unknown): ValidateFunction {
+  try {
+    return compiler.compile(schema ?? {});
+  } catch (err) {
+    if (err instanceof SchemaProblem) throw fieldError('schema', err.reason);
+    throw err;
+  }
+}
+
+function referencedNotFound(field: string, collection: string, id: unknown): ApiError {
+  return new ApiError('REFERENCED_ENTITY_NOT_FOUND', `${field}: no ${collection} with id ${String(id)}`, {
+    field,
+    reason: `no ${collection} with this id`,
+    value: id,
+  });
+}
+
+// ---- config types --------------------------------------------------------------------------------
+
+/**
+ * The seeded config types are protected: tunnelers and SDKs read configs by these names and rely on
+ * their shapes, and a controller upgrade re-seeds them. Their name, schema and target cannot be
+ * changed and they cannot be deleted (their tags can change). An operator who needs another shape
+ * creates a config type of its own.
+ */
+function assertSeededUnchanged(next: Entity, prev: Entity): void {
+  if (!SEEDED_CONFIG_TYPE_IDS.has(prev.id)) return;
+  for (const field of ['name', 'schema', 'target'] as const) {
+    if (json(next[field]) !== json(prev[field])) {
+      throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', `the config type ${prev.id} is built in; its ${field} cannot change`, {
+        field,
+        reason: 'is fixed for a built-in config type',
+      });
+    }
+  }
+}
+
+/** Pages through the configs of a type (id order), in the write's transaction. */
+async function* configsOfType(tx: Tx, resources: Resources, typeId: string): AsyncGenerator<Entity> {
+  const repo = resources.get('configs').repo;
+  let after = '';
+  for (;;) {
+    const rows = await tx
+      .selectFrom('configs')
+      .selectAll()
+      .where('config_type_id', '=', typeId)
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(CHECK_BATCH)
+      .execute();
+    for (const row of rows) yield repo.fromRow(row as Record<string, unknown>);
+    if (rows.length < CHECK_BATCH) return;
+    after = String((rows[rows.length - 1] as { id: string }).id);
+  }
+}
+
+/**
+ * A schema change that a stored config of the type would fail is refused: clients rely on every
+ * config satisfying its type's schema, and re-validating lazily would only move the failure to
+ * whoever next reads or writes that config.
+ */
+async function assertConfigsStillValid(ctx: WriteContext, typeId: string, validate: ValidateFunction): Promise<void> {
+  for await (const config of configsOfType(ctx.tx, ctx.resources, typeId)) {
+    if (validate(config.data)) continue;
+    const problem = dataProblem(validate.errors, 'data');
+    throw fieldError(
+      'schema',
+      `the config ${String(config.name)} (${config.id}) would no longer satisfy it: ${problem.field} ${problem.reason}`,
+    );
+  }
+}
+
+/** Whether a config of the type is attached to a service (directly or as an identity override). */
+async function typeUsedByServices(tx: Tx, typeId: string): Promise<boolean> {
+  const ofType = tx.selectFrom('configs').select('id').where('config_type_id', '=', typeId);
+  const direct = await tx.selectFrom('service_configs').select('config_id').where('config_id', 'in', ofType).limit(1).executeTakeFirst();
+  if (direct) return true;
+  const override = await tx
+    .selectFrom('identity_service_configs')
+    .select('config_id')
+    .where('config_id', 'in', ofType)
+    .limit(1)
+    .executeTakeFirst();
+  return override !== undefined;
+}
+
+export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour {
+  return {
+    async validate(ctx, next, prev) {
+      if (prev) assertSeededUnchanged(next, prev);
+      const validate = compileOrRefuse(compiler, next.schema);
+      if (!prev) return;
+      if (json(next.schema) !== json(prev.schema)) await assertConfigsStillValid(ctx, next.id, validate);
+      if (prev.target === 'service' && next.target !== 'service' && (await typeUsedByServices(ctx.tx, next.id))) {
+        throw fieldError('target', 'configs of this type are attached to services', next.target);
+      }
+    },
+    async beforeDelete(_ctx, prev) {
+      if (SEEDED_CONFIG_TYPE_IDS.has(prev.id)) {
+        throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', `the config type ${prev.id} is built in and cannot be deleted`);
+      }
+      // A type that still has configs is refused by the store (configs.config_type_id restricts).
+    },
+  };
+}
+
+// ---- configs -------------------------------------------------------------------------------------
+
+/** Compiled config type schemas, by config type id; an entry is used only for the schema it was built from. */
+export class ConfigValidators {
+  private readonly cache = new Map<string, { updatedAt: string; text: string; validate: ValidateFunction }>();
+
+  constructor(private readonly compiler = new JsonSchemaCompiler()) {}
+
+  /** The validator of a config type's current schema. */
+  for(type: Entity): ValidateFunction {
+    const text = json(type.schema);
+    const hit = this.cache.get(type.id);
+    if (hit && hit.updatedAt === type.updatedAt && hit.text === text) return hit.validate;
+    const validate = compileOrRefuse(this.compiler, type.schema);
+    this.cache.set(type.id, { updatedAt: type.updatedAt, text, validate });
+    return validate;
+  }
+
+  drop(typeId: string): void {
+    this.cache.delete(typeId);
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+}
+
+async function configUse(
+  ex: Executor,
+  flavor: SqlFlavor,
+  configId: string,
+): Promise<{ services: number; overrides: number; edgeRouters: number }> {
+  const count = async (table: string) => {
+    const row = await ex
+      .selectFrom(table)
+      .select(sql<number>`count(*)`.as('n'))
+      .where('config_id', '=', configId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  };
+  const routers = await ex
+    .selectFrom('edge_routers')
+    .select(sql<number>`count(*)`.as('n'))
+    .where(flavor.arraySome(sql.ref('edge_routers.configs'), (element) => sql<SqlBool>`${element} = ${configId}`))
+    .executeTakeFirstOrThrow();
+  return {
+    services: await count('service_configs'),
+    overrides: await count('identity_service_configs'),
+    edgeRouters: Number(routers.n),
+  };
+}
+
+export function configBehaviour(validators = new ConfigValidators()): ResourceBehaviour {
+  let watching = false;
+  const watch = (resources: Resources) => {
+    if (watching) return;
+    watching = true;
+    resources.changes.subscribe((c) => {
+      if (c.collection === 'config-types' && c.kind !== 'create') validators.drop(c.id);
+    });
+  };
+  return {
+    async validate(ctx, next, prev) {
+      watch(ctx.resources);
+      if (prev && json(next.data) === json(prev.data)) return;
+      const type = await ctx.resources.get('config-types').repo.get(ctx.tx, String(next.configTypeId));
+      if (!type) throw referencedNotFound('configTypeId', 'config-types', next.configTypeId);
+      const validate = validators.for(type);
+      if (!validate(next.data)) {
+        const problem = dataProblem(validate.errors, 'data');
+        throw new ApiError('COULD_NOT_VALIDATE', `${problem.field} ${problem.reason}`, problem);
+      }
+    },
+    /**
+     * A config a service uses is not deleted from under it (the service would silently lose how
+     * clients intercept or host it): detach it first. Same for identity overrides.
+     */
+    async beforeDelete(ctx, prev) {
+      const use = await configUse(ctx.tx, ctx.resources.store.dialect.flavor, prev.id);
+      if (use.services > 0 || use.overrides > 0 || use.edgeRouters > 0) {
+        const parts = [
+          use.services > 0 ? `${use.services} service(s)` : '',
+          use.overrides > 0 ? `${use.overrides} identity service-config override(s)` : '',
+          use.edgeRouters > 0 ? `${use.edgeRouters} edge router(s)` : '',
+        ].filter(Boolean);
+        throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the config ${prev.id} is used by ${parts.join(' and ')}`, {
+          code: 'CONFIG_IN_USE',
+          message: `used by ${parts.join(' and ')}`,
+          data: use,
+        });
+      }
+    },
+  };
+}
+
+// ---- services ------------------------------------------------------------------------------------
+
+/** Configs named for a service: existing, targeting services, at most one of each type. */
+async function checkServiceConfigs(tx: Tx, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const rows = await tx
+    .selectFrom('configs')
+    .innerJoin('config_types', 'config_types.id', 'configs.config_type_id')
+    .select(['configs.id as id', 'configs.config_type_id as typeId', 'config_types.name as typeName', 'config_types.target as target'])
+    .where('configs.id', 'in', [...ids])
+    .execute();
+  const byId = new Map(rows.map((r) => [r.id as string, r]));
+  const seenTypes = new Map<string, string>();
+  for (const id of ids) {
+    const row = byId.get(id);
+    if (!row) throw referencedNotFound('configs', 'configs', id);
+    if (row.target !== 'service') {
+      throw fieldError('configs', `the config ${id} is of type ${String(row.typeName)}, which configures ${String(row.target)}s, not services`, id);
+    }
+    const other = seenTypes.get(row.typeId as string);
+    if (other !== undefined) {
+      throw fieldError('configs', `the configs ${other} and ${id} are both of type ${String(row.typeName)}; a service has at most one config per type`, id);
+    }
+    seenTypes.set(row.typeId as string, id);
+  }
+}
 
 export function serviceBehaviour(): ResourceBehaviour {
-  return {};
+  return {
+    async validate(ctx, next, prev) {
+      if (next.terminatorStrategy === '') next.terminatorStrategy = DEFAULT_STRATEGY;
+      const strategyChanged = !prev || next.terminatorStrategy !== prev.terminatorStrategy;
+      if (strategyChanged && !(TERMINATOR_STRATEGIES as readonly unknown[]).includes(next.terminatorStrategy)) {
+        throw fieldError('terminatorStrategy', `must be one of ${TERMINATOR_STRATEGIES.join(', ')}`, next.terminatorStrategy);
+      }
+      // configs is absent on a patch that leaves it alone; create and full update always carry it.
+      if (Array.isArray(next.configs)) await checkServiceConfigs(ctx.tx, next.configs as string[]);
+    },
+    async afterWrite(ctx, next) {
+      if (!Array.isArray(next.configs)) return;
+      await ctx.tx.deleteFrom('service_configs').where('service_id', '=', next.id).execute();
+      const configs = next.configs as string[];
+      if (configs.length > 0) {
+        await ctx.tx
+          .insertInto('service_configs')
+          .values(configs.map((configId) => ({ service_id: next.id, config_id: configId })))
+          .execute();
+      }
+    },
+    async decorate(ex, entities, answers) {
+      if (entities.length === 0) return;
+      const rows = await ex
+        .selectFrom('service_configs')
+        .select(['service_id', 'config_id'])
+        .where('service_id', 'in', entities.map((e) => e.id))
+        .orderBy('service_id')
+        .orderBy('config_id')
+        .execute();
+      const byService = new Map<string, string[]>();
+      for (const r of rows) {
+        const list = byService.get(r.service_id as string) ?? [];
+        list.push(r.config_id as string);
+        byService.set(r.service_id as string, list);
+      }
+      for (const [i, e] of entities.entries()) answers[i]!.configs = byService.get(e.id) ?? [];
+    },
+  };
 }
 
-export function configTypeBehaviour(): ResourceBehaviour {
-  return {};
+/**
+ * Create-only fields (a service's encryptionRequired, a config's configTypeId) are fixed once the
+ * record exists. A full update or patch that repeats the stored value is fine (clients send back
+ * what they read); one that asks for another value is refused rather than silently ignored. The
+ * values never change after create, so reading them outside the write's transaction is sound.
+ */
+export async function assertCreateOnlyUnchanged(
+  resources: Resources,
+  collection: string,
+  id: string,
+  body: Record<string, unknown> | undefined,
+): Promise<void> {
+  if (!body) return;
+  const service = resources.get(collection);
+  const fixed = Object.entries(service.def.fields).filter(
+    ([name, f]) => f.createOnly && !f.virtual && !f.writeOnly && body[name] !== undefined,
+  );
+  if (fixed.length === 0) return;
+  const current = await service.repo.get(resources.store.db, id);
+  if (!current) return;
+  for (const [name] of fixed) {
+    if (json(body[name]) !== json(current[name])) {
+      throw fieldError(name, `is fixed when the ${service.def.label} is created`, body[name]);
+    }
+  }
 }
 
-export function configBehaviour(): ResourceBehaviour {
-  return {};
+// ---- related lists -------------------------------------------------------------------------------
+
+/** Scopes for the related lists: configs of a service, services using a config, configs of a type. */
+export const relatedScope = {
+  configsOfService: (serviceId: string): Expression<SqlBool> =>
+    sql<SqlBool>`configs.id in (select config_id from service_configs where service_id = ${serviceId})`,
+  servicesOfConfig: (configId: string): Expression<SqlBool> =>
+    sql<SqlBool>`services.id in (select service_id from service_configs where config_id = ${configId})`,
+  configsOfType: (typeId: string): Expression<SqlBool> => sql<SqlBool>`configs.config_type_id = ${typeId}`,
+};
+
+// ---- identity service configs --------------------------------------------------------------------
+
+export interface ServiceConfigPair {
+  serviceId: string;
+  configId: string;
 }
 
-/** The config types every controller starts with. */
+export const MAX_SERVICE_CONFIG_PAIRS = 1000;
+
+async function assertIdentity(ex: Executor, resources: Resources, identityId: string): Promise<void> {
+  if (!(await resources.get('identities').repo.exists(ex, identityId))) throw notFound('identity', identityId);
+}
+
+/** An identity's service-config overrides: pairs with references, by service then config. */
+export async function listIdentityServiceConfigs(resources: Resources, identityId: string): Promise<Answer[]> {
+  const db = resources.store.db;
+  await assertIdentity(db, resources, identityId);
+  const rows = await db
+    .selectFrom('identity_service_configs as isc')
+    .innerJoin('services', 'services.id', 'isc.service_id')
+    .innerJoin('configs', 'configs.id', 'isc.config_id')
+    .innerJoin('config_types', 'config_types.id', 'configs.config_type_id')
+    .select([
+      'isc.service_id as serviceId',
+      'isc.config_id as configId',
+      'services.name as serviceName',
+      'configs.name as configName',
+      'configs.config_type_id as configTypeId',
+      'config_types.name as configTypeName',
+    ])
+    .where('isc.identity_id', '=', identityId)
+    .orderBy('isc.service_id')
+    .orderBy('isc.config_id')
+    .execute();
+  return rows.map((r) => ({
+    serviceId: r.serviceId,
+    configId: r.configId,
+    configTypeId: r.configTypeId,
+    service: entityRef('services', r.serviceId as string, r.serviceName as string),
+    config: entityRef('configs', r.configId as string, r.configName as string),
+    configType: entityRef('config-types', r.configTypeId as string, r.configTypeName as string),
+  }));
+}
+
+/**
+ * Adds overrides: for each pair, the identity gets that config for that service, replacing the one
+ * of the same config type it had. Every service and config must exist and the config must
+ * configure services; two pairs for the same service and config type are refused.
+ */
+export async function associateIdentityServiceConfigs(
+  resources: Resources,
+  identityId: string,
+  pairs: readonly ServiceConfigPair[],
+  actor?: Actor,
+): Promise<void> {
+  await resources.write(async (ctx) => {
+    await assertIdentity(ctx.tx, resources, identityId);
+    await assertMayManage(ctx, identityId);
+    if (pairs.length === 0) return;
+    const serviceIds = [...new Set(pairs.map((p) => p.serviceId))];
+    const configIds = [...new Set(pairs.map((p) => p.configId))];
+    const services = new Set(
+      (await ctx.tx.selectFrom('services').select('id').where('id', 'in', serviceIds).execute()).map((r) => r.id as string),
+    );
+    const configs = new Map(
+      (
+        await ctx.tx
+          .selectFrom('configs')
+          .innerJoin('config_types', 'config_types.id', 'configs.config_type_id')
+          .select(['configs.id as id', 'configs.config_type_id as typeId', 'config_types.name as typeName', 'config_types.target as target'])
+          .where('configs.id', 'in', configIds)
+          .execute()
+      ).map((r) => [r.id as string, r]),
+    );
+    const chosen = new Map<string, { index: number; configId: string }>();
+    for (const [index, pair] of pairs.entries()) {
+      if (!services.has(pair.serviceId)) throw referencedNotFound(`[${index}].serviceId`, 'services', pair.serviceId);
+      const config = configs.get(pair.configId);
+      if (!config) throw referencedNotFound(`[${index}].configId`, 'configs', pair.configId);
+      if (config.target !== 'service') {
+        throw fieldError(`[${index}].configId`, `the config is of type ${String(config.typeName)}, which does not configure services`, pair.configId);
+      }
+      const key = JSON.stringify([pair.serviceId, config.typeId]);
+      const earlier = chosen.get(key);
+      if (earlier && earlier.configId !== pair.configId) {
+        throw fieldError(
+          `[${index}].configId`,
+          `item ${earlier.index} already names a config of type ${String(config.typeName)} for this service`,
+          pair.configId,
+        );
+      }
+      chosen.set(key, { index, configId: pair.configId });
+    }
+    for (const [key, { configId }] of chosen) {
+      const [serviceId, typeId] = JSON.parse(key) as [string, string];
+      await ctx.tx
+        .deleteFrom('identity_service_configs')
+        .where('identity_id', '=', identityId)
+        .where('service_id', '=', serviceId)
+        .where('config_id', 'in', ctx.tx.selectFrom('configs').select('id').where('config_type_id', '=', typeId))
+        .execute();
+      await ctx.tx
+        .insertInto('identity_service_configs')
+        .values({ identity_id: identityId, service_id: serviceId, config_id: configId })
+        .execute();
+    }
+    ctx.changed({ collection: 'identities', kind: 'update', id: identityId });
+  }, actor);
+}
+
+/** Removes the named overrides (pairs that are not there are ignored); none named: all of them. */
+export async function disassociateIdentityServiceConfigs(
+  resources: Resources,
+  identityId: string,
+  pairs: readonly ServiceConfigPair[] | undefined,
+  actor?: Actor,
+): Promise<void> {
+  await resources.write(async (ctx) => {
+    await assertIdentity(ctx.tx, resources, identityId);
+    await assertMayManage(ctx, identityId);
+    const base = ctx.tx.deleteFrom('identity_service_configs').where('identity_id', '=', identityId);
+    if (!pairs || pairs.length === 0) {
+      await base.execute();
+    } else {
+      for (const pair of pairs) {
+        await ctx.tx
+          .deleteFrom('identity_service_configs')
+          .where('identity_id', '=', identityId)
+          .where('service_id', '=', pair.serviceId)
+          .where('config_id', '=', pair.configId)
+          .execute();
+      }
+    }
+    ctx.changed({ collection: 'identities', kind: 'update', id: identityId });
+  }, actor);
+}
+
+// ---- seeding -------------------------------------------------------------------------------------
+
+/**
+ * The config types every controller starts with, by fixed id. Missing ones are inserted; existing
+ * ones are brought to this version's schema (they are protected, so only an upgrade changes them;
+ * stored configs are not re-checked then, so a seeded schema only ever grows more permissive).
+ * A type an operator created under one of these names before it was seeded is left alone.
+ */
 export async function seedConfigTypes(ctx: WriteContext): Promise<void> {
-  void ctx;
+  const repo = ctx.resources.get('config-types').repo;
+  for (const seeded of SEEDED_CONFIG_TYPES) {
+    const existing = await repo.get(ctx.tx, seeded.id);
+    if (existing) {
+      if (json(existing.schema) !== json(seeded.schema) || existing.name !== seeded.name || existing.target !== seeded.target) {
+        await repo.update(ctx.tx, seeded.id, {
+          name: seeded.name,
+          schema: seeded.schema,
+          target: seeded.target,
+          updatedAt: ctx.now,
+        });
+        ctx.changed({ collection: 'config-types', kind: 'update', id: seeded.id });
+      }
+      continue;
+    }
+    const sameName = await ctx.tx.selectFrom('config_types').select('id').where('name', '=', seeded.name).executeTakeFirst();
+    if (sameName) continue;
+    await repo.insert(ctx.tx, {
+      id: seeded.id,
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      tags: {},
+      name: seeded.name,
+      schema: seeded.schema,
+      target: seeded.target,
+    });
+  }
 }

@@ -1,8 +1,206 @@
-// Management routes of the services area beyond the generic resource routes.
+// Management routes of the services area: config types, configs and services (generic routes), the
+// lists relating them, and an identity's service-config overrides.
+import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { Expression, SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
+import type { ResourceService } from '../../domain/resources.js';
+import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
+import {
+  assertCreateOnlyUnchanged,
+  associateIdentityServiceConfigs,
+  disassociateIdentityServiceConfigs,
+  listIdentityServiceConfigs,
+  MAX_SERVICE_CONFIG_PAIRS,
+  relatedScope,
+  type ServiceConfigPair,
+} from '../../domain/services.js';
+import { ApiError, notFound } from '../../errors.js';
+import { EntityRefSchema, MAX_NAME, readSchema } from '../../resources/kit.js';
+import { routeAuth } from '../auth-requirements.js';
+import { EMPTY, envelope } from '../envelope.js';
+import { listMeta, parseList } from '../list.js';
+import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
+
+/** Computed read fields of a service. */
+export const ServiceReadExtra: Record<string, TSchema> = {
+  configs: Type.Array(Type.String(), { description: 'ids of the configs of the service, at most one per config type' }),
+};
+
+const ServiceConfigPairSchema = Type.Object(
+  {
+    serviceId: Type.String({ minLength: 1, maxLength: MAX_NAME }),
+    configId: Type.String({ minLength: 1, maxLength: MAX_NAME }),
+  },
+  // Items read from the list (with their references) may be sent back as they are.
+  { additionalProperties: true },
+);
+
+const ServiceConfigsAssignList = Type.Array(ServiceConfigPairSchema, {
+  maxItems: MAX_SERVICE_CONFIG_PAIRS,
+  description: 'service / config pairs',
+});
+
+const IdentityServiceConfigSchema = Type.Object({
+  serviceId: Type.String(),
+  configId: Type.String(),
+  configTypeId: Type.String(),
+  service: EntityRefSchema,
+  config: EntityRefSchema,
+  configType: EntityRefSchema,
+});
+
+interface RelatedList {
+  parent: ResourceService;
+  child: ResourceService;
+  sub: string;
+  operationId: string;
+  scope: (id: string) => Expression<SqlBool>;
+  readExtra?: Record<string, TSchema>;
+}
+
+/** `GET /<parent>/{id}/<sub>`: the related resources, with the child's filter, sort and paging. */
+function relatedList(app: FastifyInstance, core: Core, rel: RelatedList): void {
+  const { parent, child } = rel;
+  const flavor = core.store.dialect.flavor;
+  app.get(`/${parent.def.name}/:id/${rel.sub}`, {
+    config: { auth: routeAuth(child.def.permission, 'read') },
+    schema: {
+      operationId: rel.operationId,
+      tags: [parent.def.name],
+      params: IdParams,
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(child.def, rel.readExtra))) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      const list = parseList(request.query as Record<string, unknown>, child.filter, flavor);
+      if (!(await parent.repo.exists(core.store.db, id))) throw notFound(parent.def.label, id);
+      const { items, total } = await child.list({ ...list.query, scope: rel.scope(id) });
+      return envelope(items, listMeta(list, total, child.filter));
+    },
+  });
+}
+
+/**
+ * Registers a resource's routes in their own context, where a full update or patch asking to change
+ * a create-only field is refused (the generic update leaves such fields out of its body and would
+ * drop the request silently).
+ */
+function withFixedFields(
+  app: FastifyInstance,
+  core: Core,
+  service: ResourceService,
+  register: (scoped: FastifyInstance) => void,
+): void {
+  void app.register(async (scoped) => {
+    scoped.addHook('preHandler', async (request) => {
+      if (request.method !== 'PUT' && request.method !== 'PATCH') return;
+      const { id } = request.params as { id: string };
+      await assertCreateOnlyUnchanged(core.resources, service.def.name, id, request.body as Record<string, unknown> | undefined);
+    });
+    register(scoped);
+  });
+}
 
 export function servicesRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  const flavor = core.store.dialect.flavor;
+  const r = core.resources;
+  const configTypes = r.get('config-types');
+  const configs = r.get('configs');
+  const services = r.get('services');
+  const identities = r.get('identities');
+
+  registerResourceRoutes(app, configTypes, flavor);
+  withFixedFields(app, core, configs, (scoped) => registerResourceRoutes(scoped, configs, flavor));
+  withFixedFields(app, core, services, (scoped) =>
+    registerResourceRoutes(scoped, services, flavor, {
+      readExtra: ServiceReadExtra,
+      listQueryExtra: RoleFilterQuery,
+      listScope: roleFilterScope('services', flavor),
+    }),
+  );
+
+  relatedList(app, core, {
+    parent: services,
+    child: configs,
+    sub: 'configs',
+    operationId: 'listServiceConfig',
+    scope: relatedScope.configsOfService,
+  });
+  relatedList(app, core, {
+    parent: configs,
+    child: services,
+    sub: 'services',
+    operationId: 'listConfigServices',
+    scope: relatedScope.servicesOfConfig,
+    readExtra: ServiceReadExtra,
+  });
+  relatedList(app, core, {
+    parent: configTypes,
+    child: configs,
+    sub: 'configs',
+    operationId: 'listConfigsForConfigType',
+    scope: relatedScope.configsOfType,
+  });
+
+  const path = '/identities/:id/service-configs';
+  const tags = ['identities'];
+  app.get(path, {
+    config: { auth: routeAuth(identities.def.permission, 'read') },
+    schema: {
+      operationId: 'listIdentitysServiceConfigs',
+      tags,
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(Type.Array(IdentityServiceConfigSchema)) },
+    },
+    handler: async (request) => envelope(await listIdentityServiceConfigs(r, (request.params as { id: string }).id)),
+  });
+  app.post(path, {
+    config: { auth: routeAuth(identities.def.permission, 'update') },
+    schema: {
+      operationId: 'associateIdentitysServiceConfigs',
+      tags,
+      params: IdParams,
+      body: ServiceConfigsAssignList,
+      response: { 200: dataEnvelopeSchema(Type.Object({})) },
+    },
+    handler: async (request) => {
+      const pairs = request.body as ServiceConfigPair[];
+      await associateIdentityServiceConfigs(r, (request.params as { id: string }).id, pairs, actorOf(request));
+      return envelope(EMPTY);
+    },
+  });
+  // Its own context: "empty body" includes a JSON content type with nothing after it.
+  void app.register(async (scoped) => {
+    scoped.removeContentTypeParser('application/json');
+    scoped.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      const text = String(body);
+      if (text.trim() === '') {
+        done(null, undefined);
+        return;
+      }
+      try {
+        done(null, JSON.parse(text));
+      } catch {
+        done(new ApiError('COULD_NOT_PARSE_BODY', 'the body is not valid JSON'), undefined);
+      }
+    });
+    scoped.delete(path, {
+      config: { auth: routeAuth(identities.def.permission, 'update') },
+      schema: {
+        operationId: 'disassociateIdentitysServiceConfigs',
+        tags,
+        params: IdParams,
+        // Absent, null or empty: every override of the identity.
+        body: Type.Union([ServiceConfigsAssignList, Type.Null()]),
+        response: { 200: dataEnvelopeSchema(Type.Object({})) },
+      },
+      handler: async (request) => {
+        const pairs = (request.body ?? undefined) as ServiceConfigPair[] | undefined;
+        await disassociateIdentityServiceConfigs(r, (request.params as { id: string }).id, pairs, actorOf(request));
+        return envelope(EMPTY);
+      },
+    });
+  });
 }

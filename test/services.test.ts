@@ -1,0 +1,398 @@
+// Services on the Management API: fields and defaults, the configs of a service (existing, targeting
+// services, one per type) kept exact in service_configs across every write, the fixed
+// encryptionRequired, roleFilter, the configs of a service as a list, and who may do what.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  call,
+  CHALLENGE_MISSING,
+  createIdentityWithPassword,
+  expectError,
+  json,
+  login,
+  MGMT,
+  startTestController,
+  type TestController,
+} from './helpers.js';
+
+let t: TestController;
+let admin: string;
+
+const base = `${MGMT}/services`;
+
+// Configs: two intercept.v1, one host.v1, one of a router-targeted type.
+let interceptA: string;
+let interceptB: string;
+let host: string;
+let routerConfig: string;
+
+const INTERCEPT = { protocols: ['tcp'], addresses: ['app.example.com'], portRanges: [{ low: 443, high: 443 }] };
+
+async function createConfig(name: string, configTypeId: string, data: Record<string, unknown>): Promise<string> {
+  const res = await call(t, 'POST', `${MGMT}/configs`, { token: admin, body: { name, configTypeId, data } });
+  if (res.statusCode !== 201) throw new Error(`creating config failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
+}
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  admin = await asAdmin(t);
+  interceptA = await createConfig('svc-intercept-a', 'intercept.v1', INTERCEPT);
+  interceptB = await createConfig('svc-intercept-b', 'intercept.v1', { ...INTERCEPT, addresses: ['b.example.com'] });
+  host = await createConfig('svc-host', 'host.v1', { protocol: 'tcp', address: 'localhost', port: 443 });
+  const type = await call(t, 'POST', `${MGMT}/config-types`, { token: admin, body: { name: 'svc-router-type', target: 'router' } });
+  routerConfig = await createConfig('svc-router-config', json(type).data.id, { any: true });
+});
+afterAll(async () => {
+  await t.close();
+});
+
+async function createService(body: Record<string, unknown>): Promise<string> {
+  const res = await call(t, 'POST', base, { token: admin, body });
+  if (res.statusCode !== 201) throw new Error(`creating service failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
+}
+
+async function getService(id: string): Promise<any> {
+  const res = await call(t, 'GET', `${base}/${id}`, { token: admin });
+  expect(res.statusCode).toBe(200);
+  return json(res).data;
+}
+
+/** The stored association rows of a service, sorted. */
+async function rows(serviceId: string): Promise<string[]> {
+  const found = await t.app.core.store.db
+    .selectFrom('service_configs')
+    .select('config_id')
+    .where('service_id', '=', serviceId)
+    .orderBy('config_id')
+    .execute();
+  return found.map((r) => r.config_id as string);
+}
+
+const sorted = (ids: string[]) => [...ids].sort();
+
+let users = 0;
+async function caller(permissions: string[]): Promise<string> {
+  users += 1;
+  const name = `svc-user-${users}`;
+  await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-pass`, permissions });
+  return login(t, name, `${name}-pass`);
+}
+
+describe('create and read', () => {
+  it('round-trips every writable field', async () => {
+    const body = {
+      name: 'svc-full',
+      configs: [interceptA, host],
+      encryptionRequired: false,
+      maxIdleTimeMillis: 60000,
+      roleAttributes: ['web', 'prod'],
+      terminatorStrategy: 'weighted',
+      tags: { owner: 'web' },
+    };
+    const id = await createService(body);
+    const e = await getService(id);
+    expect(e).toMatchObject({ ...body, configs: sorted([interceptA, host]), id });
+    for (const sub of ['service-edge-router-policies', 'service-policies', 'terminators', 'configs']) {
+      expect(e._links[sub].href).toBe(`./services/${id}/${sub}`);
+    }
+    expect(await rows(id)).toEqual(sorted([interceptA, host]));
+  });
+
+  it('fills the defaults', async () => {
+    const id = await createService({ name: 'svc-defaults' });
+    expect(await getService(id)).toMatchObject({
+      configs: [],
+      encryptionRequired: true,
+      maxIdleTimeMillis: 0,
+      roleAttributes: [],
+      terminatorStrategy: 'smartrouting',
+      tags: {},
+    });
+    const nulls = await createService({ name: 'svc-nulls', configs: null, roleAttributes: null, terminatorStrategy: '' });
+    expect(await getService(nulls)).toMatchObject({ configs: [], roleAttributes: [], terminatorStrategy: 'smartrouting' });
+  });
+
+  it('refuses bad fields, naming them', async () => {
+    const cases: [Record<string, unknown>, string, string?][] = [
+      [{}, 'name'],
+      [{ name: '' }, 'name'],
+      [{ name: 'svc-bad', maxIdleTimeMillis: -1 }, 'maxIdleTimeMillis'],
+      [{ name: 'svc-bad', maxIdleTimeMillis: 1.5 }, 'maxIdleTimeMillis'],
+      [{ name: 'svc-bad', encryptionRequired: 'yes' }, 'encryptionRequired'],
+      [{ name: 'svc-bad', terminatorStrategy: 'fastest' }, 'terminatorStrategy'],
+      [{ name: 'svc-bad', roleAttributes: ['#web'] }, 'roleAttributes[0]'],
+      [{ name: 'svc-bad', roleAttributes: 'web' }, 'roleAttributes'],
+      [{ name: 'svc-bad', configs: 'abc' }, 'configs'],
+      [{ name: 'svc-bad', configs: [''] }, 'configs[0]'],
+    ];
+    for (const [body, field] of cases) {
+      expectError(await call(t, 'POST', base, { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);
+    }
+    await createService({ name: 'svc-dup' });
+    expectError(await call(t, 'POST', base, { token: admin, body: { name: 'svc-dup' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    const list = await call(t, 'GET', `${base}?filter=${encodeURIComponent('name = "svc-bad"')}`, { token: admin });
+    expect(json(list).data).toEqual([]);
+  });
+
+  it('answers 404 for an unknown id on every id route', async () => {
+    expectError(await call(t, 'GET', `${base}/nope`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PUT', `${base}/nope`, { token: admin, body: { name: 'x' } }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PATCH', `${base}/nope`, { token: admin, body: { name: 'x' } }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PATCH', `${base}/nope`, { token: admin, body: { encryptionRequired: false } }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'DELETE', `${base}/nope`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'GET', `${base}/nope/configs`, { token: admin }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('configs of a service', () => {
+  it('must exist', async () => {
+    const body = expectError(
+      await call(t, 'POST', base, { token: admin, body: { name: 'svc-cfg-missing', configs: [interceptA, 'no-such-config'] } }),
+      400,
+      'REFERENCED_ENTITY_NOT_FOUND',
+      'configs',
+    );
+    expect(body.error.cause.value).toBe('no-such-config');
+  });
+
+  it('must be of a type that targets services', async () => {
+    const body = expectError(
+      await call(t, 'POST', base, { token: admin, body: { name: 'svc-cfg-router', configs: [routerConfig] } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'configs',
+    );
+    expect(body.error.cause.reason).toContain('svc-router-type');
+  });
+
+  it('hold at most one config per config type', async () => {
+    const body = expectError(
+      await call(t, 'POST', base, { token: admin, body: { name: 'svc-cfg-two', configs: [interceptA, host, interceptB] } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'configs',
+    );
+    expect(body.error.cause.reason).toContain('intercept.v1');
+    expect(body.error.cause.value).toBe(interceptB);
+    const id = await createService({ name: 'svc-cfg-one' });
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [interceptA, interceptB] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expectError(await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'svc-cfg-one', configs: [interceptB, interceptA] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expect(await rows(id)).toEqual([]);
+  });
+
+  it('a repeated id counts once', async () => {
+    const id = await createService({ name: 'svc-cfg-repeat', configs: [interceptA, interceptA] });
+    expect((await getService(id)).configs).toEqual([interceptA]);
+    expect(await rows(id)).toEqual([interceptA]);
+  });
+
+  it('stay exact across create, full update, patch and delete', async () => {
+    const id = await createService({ name: 'svc-cfg-life', configs: [interceptA] });
+    expect(await rows(id)).toEqual([interceptA]);
+
+    // Full update replaces them.
+    await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'svc-cfg-life', configs: [interceptB, host] } });
+    expect(await rows(id)).toEqual(sorted([interceptB, host]));
+    expect((await getService(id)).configs).toEqual(sorted([interceptB, host]));
+
+    // A full update without configs leaves none.
+    await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'svc-cfg-life' } });
+    expect(await rows(id)).toEqual([]);
+
+    // A patch replaces them only when it names them.
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [host] } });
+    expect(await rows(id)).toEqual([host]);
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { name: 'svc-cfg-life-2', maxIdleTimeMillis: 5 } });
+    expect(await rows(id)).toEqual([host]);
+    expect(await getService(id)).toMatchObject({ name: 'svc-cfg-life-2', maxIdleTimeMillis: 5, configs: [host] });
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [interceptA, host] } });
+    expect(await rows(id)).toEqual(sorted([interceptA, host]));
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: null } });
+    expect(await rows(id)).toEqual([]);
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [interceptA] } });
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [] } });
+    expect(await rows(id)).toEqual([]);
+
+    // A refused write changes nothing.
+    await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [host] } });
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [interceptA], maxIdleTimeMillis: -5 } }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [interceptA, 'gone'] } }), 400, 'REFERENCED_ENTITY_NOT_FOUND');
+    expect(await rows(id)).toEqual([host]);
+
+    // Deleting the service removes its rows; the config stays.
+    expect((await call(t, 'DELETE', `${base}/${id}`, { token: admin })).statusCode).toBe(200);
+    expect(await rows(id)).toEqual([]);
+    expect((await call(t, 'GET', `${MGMT}/configs/${host}`, { token: admin })).statusCode).toBe(200);
+  });
+
+  it('are shown on every service of a list page', async () => {
+    const a = await createService({ name: 'svc-page-a', configs: [interceptA], roleAttributes: ['page'] });
+    const b = await createService({ name: 'svc-page-b', configs: [host, interceptB], roleAttributes: ['page'] });
+    const c = await createService({ name: 'svc-page-c', roleAttributes: ['page'] });
+    const res = await call(t, 'GET', `${base}?filter=${encodeURIComponent('anyOf(roleAttributes) = "page"')}&sort=name`, { token: admin });
+    expect(json(res).data.map((s: any) => [s.id, s.configs])).toEqual([
+      [a, [interceptA]],
+      [b, sorted([host, interceptB])],
+      [c, []],
+    ]);
+  });
+});
+
+describe('encryptionRequired', () => {
+  it('is fixed after create: the same value may be sent back, another is refused', async () => {
+    const id = await createService({ name: 'svc-enc', encryptionRequired: false });
+    expect((await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'svc-enc', encryptionRequired: false } })).statusCode).toBe(200);
+    expect((await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { encryptionRequired: false, maxIdleTimeMillis: 9 } })).statusCode).toBe(200);
+    for (const method of ['PUT', 'PATCH'] as const) {
+      const res = await call(t, method, `${base}/${id}`, { token: admin, body: { name: 'svc-enc-changed', encryptionRequired: true } });
+      const body = expectError(res, 400, 'COULD_NOT_VALIDATE', 'encryptionRequired');
+      expect(body.error.cause).toMatchObject({ reason: 'is fixed when the service is created', value: true });
+    }
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { encryptionRequired: null } }), 400, 'COULD_NOT_VALIDATE', 'encryptionRequired');
+    expect(await getService(id)).toMatchObject({ name: 'svc-enc', encryptionRequired: false, maxIdleTimeMillis: 9 });
+  });
+});
+
+describe('lists', () => {
+  beforeAll(async () => {
+    await createService({ name: 'svc-role-1', roleAttributes: ['blue', 'green'] });
+    await createService({ name: 'svc-role-2', roleAttributes: ['blue'] });
+    await createService({ name: 'svc-role-3', roleAttributes: ['red'] });
+  });
+
+  it('apply roleFilter and roleSemantic before the filter', async () => {
+    const names = async (query: string) => {
+      const res = await call(t, 'GET', `${base}?${query}&sort=name`, { token: admin });
+      expect(res.statusCode, res.body).toBe(200);
+      return json(res).data.map((s: any) => s.name);
+    };
+    expect(await names('roleFilter=%23blue')).toEqual(['svc-role-1', 'svc-role-2']);
+    expect(await names('roleFilter=%23blue&roleFilter=%23green')).toEqual(['svc-role-1']);
+    expect(await names('roleFilter=%23blue&roleFilter=%23red&roleSemantic=AnyOf')).toEqual(['svc-role-1', 'svc-role-2', 'svc-role-3']);
+    expect(await names(`roleFilter=%23blue&filter=${encodeURIComponent('name = "svc-role-2"')}`)).toEqual(['svc-role-2']);
+    expectError(await call(t, 'GET', `${base}?roleFilter=blue`, { token: admin }), 400, 'COULD_NOT_VALIDATE', 'roleFilter');
+    expectError(await call(t, 'GET', `${base}?roleFilter=%23blue&roleSemantic=Some`, { token: admin }), 400, 'COULD_NOT_VALIDATE', 'roleSemantic');
+  });
+
+  it('filter and sort on the service fields', async () => {
+    const res = await call(t, 'GET', `${base}?filter=${encodeURIComponent('encryptionRequired = false')}`, { token: admin });
+    expect(json(res).data.every((s: any) => s.encryptionRequired === false)).toBe(true);
+    expect(json(res).meta.filterableFields).toEqual([
+      'id',
+      'createdAt',
+      'updatedAt',
+      'tags',
+      'name',
+      'encryptionRequired',
+      'maxIdleTimeMillis',
+      'roleAttributes',
+      'terminatorStrategy',
+    ]);
+    expectError(await call(t, 'GET', `${base}?filter=${encodeURIComponent('configs = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
+  });
+});
+
+describe('GET /services/{id}/configs', () => {
+  it('lists the configs of the service with filter, sort and paging', async () => {
+    const id = await createService({ name: 'svc-rel', configs: [interceptA, host] });
+    const res = await call(t, 'GET', `${base}/${id}/configs?sort=name`, { token: admin });
+    expect(res.statusCode).toBe(200);
+    const body = json(res);
+    expect(body.data.map((c: any) => c.name)).toEqual(['svc-host', 'svc-intercept-a']);
+    expect(body.data[1]).toMatchObject({ id: interceptA, configTypeId: 'intercept.v1', configType: { id: 'intercept.v1', name: 'intercept.v1' }, data: INTERCEPT });
+    expect(body.meta.pagination).toEqual({ limit: 10, offset: 0, totalCount: 2 });
+    const filtered = await call(t, 'GET', `${base}/${id}/configs?filter=${encodeURIComponent('configTypeId = "host.v1"')}`, { token: admin });
+    expect(json(filtered).data.map((c: any) => c.id)).toEqual([host]);
+    const page = await call(t, 'GET', `${base}/${id}/configs?sort=name&offset=1`, { token: admin });
+    expect(json(page).data.map((c: any) => c.id)).toEqual([interceptA]);
+    expectError(await call(t, 'GET', `${base}/${id}/configs?filter=${encodeURIComponent('nope = 1')}`, { token: admin }), 400, 'INVALID_FILTER');
+    const none = await createService({ name: 'svc-rel-none' });
+    expect(json(await call(t, 'GET', `${base}/${none}/configs`, { token: admin })).data).toEqual([]);
+  });
+});
+
+describe('authorization', () => {
+  it('answers 401 with the challenge without a credential, on every route', async () => {
+    const id = await createService({ name: 'svc-auth' });
+    for (const [method, url] of [
+      ['GET', base],
+      ['POST', base],
+      ['GET', `${base}/${id}`],
+      ['PUT', `${base}/${id}`],
+      ['PATCH', `${base}/${id}`],
+      ['DELETE', `${base}/${id}`],
+      ['GET', `${base}/${id}/configs`],
+    ] as const) {
+      const res = await call(t, method, url, { body: method === 'GET' || method === 'DELETE' ? undefined : { name: 'x', encryptionRequired: false } });
+      expectError(res, 401, 'UNAUTHORIZED');
+      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+    }
+    expect((await getService(id)).name).toBe('svc-auth');
+  });
+
+  it('refuses a non-admin without the permission, admits one with it', async () => {
+    const id = await createService({ name: 'svc-perm', configs: [interceptA] });
+    const nobody = await caller(['config']);
+    expectError(await call(t, 'GET', base, { token: nobody }), 401, 'UNAUTHORIZED');
+    expectError(await call(t, 'GET', `${base}/${id}`, { token: nobody }), 401, 'UNAUTHORIZED');
+    expectError(await call(t, 'POST', base, { token: nobody, body: { name: 'svc-n' } }), 401, 'UNAUTHORIZED');
+    expectError(await call(t, 'DELETE', `${base}/${id}`, { token: nobody }), 401, 'UNAUTHORIZED');
+
+    const reader = await caller(['service.read']);
+    expect((await call(t, 'GET', base, { token: reader })).statusCode).toBe(200);
+    expect((await getService(id)).configs).toEqual([interceptA]);
+    expect(json(await call(t, 'GET', `${base}/${id}`, { token: reader })).data.configs).toEqual([interceptA]);
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: reader, body: { name: 'svc-r' } }), 401, 'UNAUTHORIZED');
+    // The configs of a service are configs: listing them takes the config permission.
+    expectError(await call(t, 'GET', `${base}/${id}/configs`, { token: reader }), 401, 'UNAUTHORIZED');
+    expect((await call(t, 'GET', `${base}/${id}/configs`, { token: nobody })).statusCode).toBe(200);
+
+    const manager = await caller(['service']);
+    const created = await call(t, 'POST', base, { token: manager, body: { name: 'svc-m', configs: [host] } });
+    expect(created.statusCode).toBe(201);
+    const mid = json(created).data.id;
+    expect((await call(t, 'PATCH', `${base}/${mid}`, { token: manager, body: { configs: [] } })).statusCode).toBe(200);
+    expect((await call(t, 'PUT', `${base}/${mid}`, { token: manager, body: { name: 'svc-m2' } })).statusCode).toBe(200);
+    expect((await call(t, 'DELETE', `${base}/${mid}`, { token: manager })).statusCode).toBe(200);
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('names every route of the services area with the operation ids of endpoints.md', async () => {
+    const doc = json(await t.inject({ method: 'GET', url: `${MGMT}/specs/edge-management/spec` }));
+    const expected: [string, string, string][] = [
+      ['get', '/config-types', 'listConfigTypes'],
+      ['post', '/config-types', 'createConfigType'],
+      ['get', '/config-types/{id}', 'detailConfigType'],
+      ['put', '/config-types/{id}', 'updateConfigType'],
+      ['patch', '/config-types/{id}', 'patchConfigType'],
+      ['delete', '/config-types/{id}', 'deleteConfigType'],
+      ['get', '/config-types/{id}/configs', 'listConfigsForConfigType'],
+      ['get', '/configs', 'listConfigs'],
+      ['post', '/configs', 'createConfig'],
+      ['get', '/configs/{id}', 'detailConfig'],
+      ['put', '/configs/{id}', 'updateConfig'],
+      ['patch', '/configs/{id}', 'patchConfig'],
+      ['delete', '/configs/{id}', 'deleteConfig'],
+      ['get', '/configs/{id}/services', 'listConfigServices'],
+      ['get', '/services', 'listServices'],
+      ['post', '/services', 'createService'],
+      ['get', '/services/{id}', 'detailService'],
+      ['put', '/services/{id}', 'updateService'],
+      ['patch', '/services/{id}', 'patchService'],
+      ['delete', '/services/{id}', 'deleteService'],
+      ['get', '/services/{id}/configs', 'listServiceConfig'],
+      ['get', '/identities/{id}/service-configs', 'listIdentitysServiceConfigs'],
+      ['post', '/identities/{id}/service-configs', 'associateIdentitysServiceConfigs'],
+      ['delete', '/identities/{id}/service-configs', 'disassociateIdentitysServiceConfigs'],
+    ];
+    for (const [method, path, operationId] of expected) {
+      expect(doc.paths[`${MGMT}${path}`]?.[method]?.operationId, `${method} ${path}`).toBe(operationId);
+    }
+    const listParams = doc.paths[`${MGMT}/services`].get.parameters.map((p: any) => p.name);
+    expect(listParams).toEqual(expect.arrayContaining(['limit', 'offset', 'filter', 'sort', 'roleFilter', 'roleSemantic']));
+  });
+});
