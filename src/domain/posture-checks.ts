@@ -1,11 +1,173 @@
-// Posture checks beyond CRUD: the fields of each kind.
-import type { ResourceBehaviour, WriteContext } from './resources.js';
+// Posture checks beyond CRUD: the fields of each kind, their defaults, the answers that show only
+// the kind's own fields, and the seeded posture check types.
+import { Type, type TSchema } from '@sinclair/typebox';
+import { ApiError, fieldError } from '../errors.js';
+import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks } from '../resources/posture-checks.js';
+import { MAX_NAME, readSchema } from '../resources/kit.js';
+import type { Entity } from '../store/repository.js';
+import type { ResourceBehaviour, ResourceService, WriteContext } from './resources.js';
 
-export function postureCheckBehaviour(): ResourceBehaviour {
-  return {};
+export type PostureCheckType = (typeof POSTURE_CHECK_TYPES)[number];
+type OsType = (typeof OS_TYPES)[number];
+
+const DESKTOP: readonly OsType[] = ['Windows', 'WindowsServer', 'macOS', 'Linux'];
+
+/** The operating systems each kind of check applies to (what the seeded types list). */
+export const POSTURE_CHECK_TYPE_OS: Readonly<Record<PostureCheckType, readonly OsType[]>> = {
+  OS: OS_TYPES,
+  PROCESS: DESKTOP,
+  PROCESS_MULTI: DESKTOP,
+  DOMAIN: ['Windows', 'WindowsServer'],
+  MAC: DESKTOP,
+  MFA: OS_TYPES,
+};
+
+/** The fields each kind of check owns; on a check of another kind they are absent. */
+export const KIND_FIELDS: Readonly<Record<PostureCheckType, readonly string[]>> = {
+  OS: ['operatingSystems'],
+  PROCESS: ['process'],
+  PROCESS_MULTI: ['processes', 'semantic'],
+  DOMAIN: ['domains'],
+  MAC: ['macAddresses'],
+  MFA: ['timeoutSeconds', 'promptOnWake', 'promptOnUnlock', 'ignoreLegacyEndpoints'],
+};
+
+const ALL_KIND_FIELDS = Object.values(KIND_FIELDS).flat();
+
+/** MFA: a passed MFA never times out unless timeoutSeconds says otherwise. */
+export const MFA_DEFAULTS = {
+  timeoutSeconds: -1,
+  promptOnWake: false,
+  promptOnUnlock: false,
+  ignoreLegacyEndpoints: false,
+} as const;
+
+/** Six hex pairs, separated all by `:`, all by `-`, or not at all. */
+const MAC_ADDRESS = /^[0-9A-Fa-f]{2}([:-]?)[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}$/;
+
+function isKind(value: unknown): value is PostureCheckType {
+  return typeof value === 'string' && (POSTURE_CHECK_TYPES as readonly string[]).includes(value);
 }
 
-/** The posture check types every controller starts with. */
+function isAbsent(value: unknown): boolean {
+  return value === null || value === undefined;
+}
+
+function requireNonEmpty(next: Entity, name: string, kind: string): unknown[] {
+  const value = next[name];
+  if (!Array.isArray(value) || value.length === 0) {
+    throw fieldError(name, `a ${kind} check needs a non-empty ${name}`, Array.isArray(value) ? undefined : value);
+  }
+  return value;
+}
+
+function checkOs(field: string, osType: unknown, kind: PostureCheckType): void {
+  if (!POSTURE_CHECK_TYPE_OS[kind].includes(osType as OsType)) {
+    throw fieldError(field, `${kind} checks apply to ${POSTURE_CHECK_TYPE_OS[kind].join(', ')}`, osType);
+  }
+}
+
+/** Checks and completes a posture check of its kind. */
+function validateKind(next: Entity): void {
+  const kind = next.typeId;
+  if (!isKind(kind)) {
+    throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `typeId: no posture-check-types with id ${String(kind)}`, {
+      field: 'typeId',
+      reason: 'no posture-check-types with this id',
+      value: kind,
+    });
+  }
+  const own = KIND_FIELDS[kind];
+  for (const name of ALL_KIND_FIELDS) {
+    if (!own.includes(name) && !isAbsent(next[name])) {
+      throw fieldError(name, `not a field of ${kind} checks`, typeof next[name] === 'object' ? undefined : next[name]);
+    }
+  }
+  switch (kind) {
+    case 'OS': {
+      const systems = requireNonEmpty(next, 'operatingSystems', kind) as { type: string }[];
+      systems.forEach((os, i) => checkOs(`operatingSystems[${i}].type`, os.type, kind));
+      break;
+    }
+    case 'PROCESS': {
+      const process = next.process as { osType: string } | null;
+      if (isAbsent(process)) throw fieldError('process', 'a PROCESS check needs a process');
+      checkOs('process.osType', process!.osType, kind);
+      break;
+    }
+    case 'PROCESS_MULTI': {
+      const processes = requireNonEmpty(next, 'processes', kind) as { osType: string }[];
+      processes.forEach((p, i) => checkOs(`processes[${i}].osType`, p.osType, kind));
+      if (isAbsent(next.semantic)) throw fieldError('semantic', 'a PROCESS_MULTI check needs a semantic (AllOf or AnyOf)');
+      break;
+    }
+    case 'DOMAIN':
+      requireNonEmpty(next, 'domains', kind);
+      break;
+    case 'MAC': {
+      const addresses = requireNonEmpty(next, 'macAddresses', kind) as string[];
+      addresses.forEach((a, i) => {
+        if (!MAC_ADDRESS.test(a)) throw fieldError(`macAddresses[${i}]`, 'must be a MAC address such as 0a:1b:2c:3d:4e:5f', a);
+      });
+      break;
+    }
+    case 'MFA':
+      for (const [name, value] of Object.entries(MFA_DEFAULTS)) if (isAbsent(next[name])) next[name] = value;
+      break;
+  }
+}
+
+export function postureCheckBehaviour(): ResourceBehaviour {
+  return {
+    async validate(_ctx, next) {
+      validateKind(next);
+    },
+    async decorate(_ex, entities, answers) {
+      for (const [i, e] of entities.entries()) {
+        const own = isKind(e.typeId) ? KIND_FIELDS[e.typeId] : [];
+        const answer = answers[i]!;
+        for (const name of ALL_KIND_FIELDS) if (!own.includes(name)) delete answer[name];
+      }
+    },
+  };
+}
+
+/**
+ * The per-kind fields of the read schema: each present only on checks of its kind (answers drop
+ * the others, so the serializer must not require them).
+ */
+export const PostureCheckReadExtra: Record<string, TSchema> = (() => {
+  const base = readSchema(postureChecks).properties;
+  return Object.fromEntries(ALL_KIND_FIELDS.map((name) => [name, Type.Optional(base[name]!)]));
+})();
+
+/** The typeId a patch or full update must name: the stored one (a check never changes kind). */
+export const TypeIdBodySchema = Type.String({
+  minLength: 1,
+  maxLength: MAX_NAME,
+  description: 'kind of the check: required, and must be the stored kind',
+});
+
+/** Refuses a patch or full update whose typeId is not the stored kind of the check (404 if none). */
+export async function assertPostureCheckType(service: ResourceService, id: string, typeId: unknown): Promise<void> {
+  const stored = (await service.get(id)).typeId;
+  if (stored !== typeId) {
+    throw fieldError('typeId', `the check is of type ${String(stored)}; its type cannot change`, typeId);
+  }
+}
+
+/** The posture check types every controller starts with: ids and names are the kinds. */
 export async function seedPostureCheckTypes(ctx: WriteContext): Promise<void> {
-  void ctx;
+  const types = ctx.resources.get('posture-check-types').repo;
+  for (const id of POSTURE_CHECK_TYPES) {
+    if (await types.exists(ctx.tx, id)) continue;
+    await types.insert(ctx.tx, {
+      id,
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      tags: {},
+      name: id,
+      operatingSystems: POSTURE_CHECK_TYPE_OS[id].map((type) => ({ type, versions: [] })),
+    });
+  }
 }

@@ -1,14 +1,251 @@
-// Edge routers, routers and terminators beyond CRUD.
-import type { ResourceBehaviour } from './resources.js';
+// Edge routers, routers and terminators beyond CRUD: router configs, the system identity and system
+// edge router policy of a tunneler-enabled edge router, terminators bound to an existing router, and
+// terminator secrets kept only as a hash.
+import { createHash } from 'node:crypto';
+import { Type, type TSchema } from '@sinclair/typebox';
+import { ApiError, fieldError } from '../errors.js';
+import { newId } from '../ids.js';
+import { forgetEntity, forgetPolicy, refreshEntityLinks, refreshPolicyLinks } from '../policy/links.js';
+import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
+import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
+import type { Entity, Repository } from '../store/repository.js';
+import type { Executor } from '../store/store.js';
+import type { ResourceBehaviour, WriteContext } from './resources.js';
+
+/** Name of the system edge router policy of a tunneler-enabled edge router. */
+export function systemPolicyName(routerId: string): string {
+  return `edge-router-${routerId}-system`;
+}
 
 export function edgeRouterBehaviour(): ResourceBehaviour {
-  return {};
+  return {
+    async validate(ctx, next, prev) {
+      await checkRouterConfigs(ctx, next.configs, prev?.configs);
+    },
+    async afterWrite(ctx, next, prev) {
+      if (next.isTunnelerEnabled === true) await ensureTunneler(ctx, next);
+      else if (prev?.isTunnelerEnabled === true) await removeTunneler(ctx, next.id);
+    },
+    async afterDelete(ctx, prev) {
+      await removeTunneler(ctx, prev.id);
+      await removeTerminatorsOf(ctx, prev.id);
+    },
+  };
 }
 
 export function routerBehaviour(): ResourceBehaviour {
-  return {};
+  return {
+    async afterDelete(ctx, prev) {
+      await removeTerminatorsOf(ctx, prev.id);
+    },
+  };
 }
 
+// ---- router configs ------------------------------------------------------------------------
+
+/** Every config named exists and is of a config type whose target is `router`. */
+async function checkRouterConfigs(ctx: WriteContext, value: unknown, before: unknown): Promise<void> {
+  if (!Array.isArray(value) || value.length === 0) return;
+  const ids = value as string[];
+  if (JSON.stringify(ids) === JSON.stringify(before)) return;
+  const rows = await ctx.tx
+    .selectFrom('configs')
+    .innerJoin('config_types', 'config_types.id', 'configs.config_type_id')
+    .select(['configs.id as id', 'config_types.target as target'])
+    .where('configs.id', 'in', ids)
+    .execute();
+  const target = new Map(rows.map((r) => [r.id as string, r.target as string]));
+  for (const id of ids) {
+    const t = target.get(id);
+    if (t === undefined) {
+      throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `configs: no configs with id ${id}`, {
+        field: 'configs',
+        reason: 'no configs with this id',
+        value: id,
+      });
+    }
+    if (t !== 'router') throw fieldError('configs', `config ${id} is of a config type targeting ${t}, not router`, id);
+  }
+}
+
+// ---- tunneler-enabled edge routers ----------------------------------------------------------
+
+/** Every non-virtual field of a definition at its default (null without one). */
+function defaults(def: ResourceDef): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(def.fields)) {
+    if (f.virtual) continue;
+    out[name] = f.default === undefined ? null : structuredClone(f.default);
+  }
+  return out;
+}
+
+/** Inserts a row, turning a unique-constraint failure into a 400 naming `field`. */
+async function insertUnique(
+  ctx: WriteContext,
+  repo: Repository,
+  entity: Record<string, unknown>,
+  field: string,
+  reason: string,
+): Promise<void> {
+  try {
+    await repo.insert(ctx.tx, entity);
+  } catch (err) {
+    if (ctx.resources.store.dialect.uniqueViolation(err, repo.table) === undefined) throw err;
+    throw fieldError(field, reason, entity.name);
+  }
+}
+
+async function findSystemPolicy(ex: Executor, repo: Repository, routerId: string): Promise<Entity | undefined> {
+  const row = await ex
+    .selectFrom(repo.table)
+    .selectAll()
+    .where('name', '=', systemPolicyName(routerId))
+    .executeTakeFirst();
+  const policy = row ? repo.fromRow(row as Record<string, unknown>) : undefined;
+  return policy?.isSystem === true ? policy : undefined;
+}
+
+/**
+ * The system identity (id and name of the router, type Router) and the system edge router policy
+ * (`edge-router-<id>-system`, AnyOf, both roles `@<id>`) exist; the identity carries the router's
+ * current name. Idempotent: a missing piece is created, an existing one kept.
+ */
+async function ensureTunneler(ctx: WriteContext, router: Entity): Promise<void> {
+  const identities = ctx.resources.get('identities');
+  const name = router.name as string;
+  const identity = await identities.repo.get(ctx.tx, router.id);
+  if (!identity) {
+    const created = {
+      ...defaults(identities.def),
+      id: router.id,
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      tags: {},
+      // Kept only when the identities table has the column (see the identities definition).
+      isSystem: true,
+      name,
+      type: 'Router',
+      isAdmin: false,
+      authPolicyId: DEFAULT_AUTH_POLICY_ID,
+    } as Entity;
+    await insertUnique(ctx, identities.repo, created, 'name', 'an identity already has this name; a tunneler-enabled edge router needs it for its identity');
+    await refreshEntityLinks(ctx, 'identity', created);
+    ctx.changed({ collection: identities.def.name, kind: 'create', id: created.id, entity: created });
+  } else if (identity.name !== name) {
+    try {
+      await identities.repo.update(ctx.tx, identity.id, { name, updatedAt: ctx.now });
+    } catch (err) {
+      if (ctx.resources.store.dialect.uniqueViolation(err, identities.repo.table) === undefined) throw err;
+      throw fieldError('name', 'an identity already has this name; the identity of this tunneler-enabled edge router takes it', name);
+    }
+    ctx.changed({ collection: identities.def.name, kind: 'update', id: identity.id, entity: { ...identity, name, updatedAt: ctx.now } });
+  }
+
+  const policies = ctx.resources.get('edge-router-policies');
+  if (await findSystemPolicy(ctx.tx, policies.repo, router.id)) return;
+  const role = `@${router.id}`;
+  const policy = {
+    ...defaults(policies.def),
+    id: newId(),
+    createdAt: ctx.now,
+    updatedAt: ctx.now,
+    tags: {},
+    isSystem: true,
+    name: systemPolicyName(router.id),
+    semantic: 'AnyOf',
+    identityRoles: [role],
+    edgeRouterRoles: [role],
+  } as Entity;
+  await insertUnique(ctx, policies.repo, policy, 'isTunnelerEnabled', `an edge router policy named ${policy.name as string} already exists`);
+  await refreshPolicyLinks(ctx, 'edge-router-policies', policy);
+  ctx.changed({ collection: policies.def.name, kind: 'create', id: policy.id, entity: policy });
+}
+
+/** Removes the system edge router policy and the system identity of a router, if there are any. */
+async function removeTunneler(ctx: WriteContext, routerId: string): Promise<void> {
+  const policies = ctx.resources.get('edge-router-policies');
+  const policy = await findSystemPolicy(ctx.tx, policies.repo, routerId);
+  if (policy) {
+    await policies.repo.delete(ctx.tx, policy.id);
+    await forgetPolicy(ctx, 'edge-router-policies', policy.id);
+    ctx.changed({ collection: policies.def.name, kind: 'delete', id: policy.id, entity: policy });
+  }
+  const identities = ctx.resources.get('identities');
+  const identity = await identities.repo.get(ctx.tx, routerId);
+  if (identity && identity.type === 'Router') {
+    await identities.repo.delete(ctx.tx, identity.id);
+    await forgetEntity(ctx, 'identity', identity.id);
+    ctx.changed({ collection: identities.def.name, kind: 'delete', id: identity.id, entity: identity });
+  }
+}
+
+/** A deleted router takes its terminators with it. */
+async function removeTerminatorsOf(ctx: WriteContext, routerId: string): Promise<void> {
+  const rows = await ctx.tx.selectFrom('terminators').select('id').where('router_id', '=', routerId).execute();
+  if (rows.length === 0) return;
+  await ctx.tx.deleteFrom('terminators').where('router_id', '=', routerId).execute();
+  for (const r of rows) ctx.changed({ collection: 'terminators', kind: 'delete', id: r.id as string });
+}
+
+// ---- terminators ---------------------------------------------------------------------------
+
+/** Read fields of a terminator beyond its definition's. */
+export const TerminatorReadExtra: Record<string, TSchema> = {
+  serviceId: Type.String({ description: 'id of the service' }),
+  routerId: Type.String({ description: 'id of the edge router or router hosting it' }),
+  router: Type.Union([EntityRefSchema, Type.Null()], { description: 'the edge router or router hosting it' }),
+};
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 export function terminatorBehaviour(): ResourceBehaviour {
-  return {};
+  return {
+    async validate(ctx, next, prev) {
+      const router = next.router as string;
+      if (router !== prev?.router) {
+        const found =
+          (await ctx.resources.get('edge-routers').repo.exists(ctx.tx, router)) ||
+          (await ctx.resources.get('routers').repo.exists(ctx.tx, router));
+        if (!found) {
+          throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `router: no edge router or router with id ${router}`, {
+            field: 'router',
+            reason: 'no edge router or router with this id',
+            value: router,
+          });
+        }
+      }
+      const secret = next.identitySecret;
+      delete next.identitySecret;
+      if (!prev && typeof secret === 'string' && secret !== '') {
+        // The secret itself is never echoed, not even in an error.
+        if (!BASE64.test(secret)) throw fieldError('identitySecret', 'must be base64');
+        next.identitySecretHash = createHash('sha256').update(Buffer.from(secret, 'base64')).digest('hex');
+      }
+    },
+    async decorate(ex, entities, answers) {
+      const ids = entities.map((e) => e.router as string);
+      const [edge, fabric] = [
+        await routerNames(ex, 'edge_routers', ids),
+        await routerNames(ex, 'routers', ids),
+      ];
+      for (const [i, e] of entities.entries()) {
+        const id = e.router as string;
+        const answer = answers[i]!;
+        answer.serviceId = e.service;
+        answer.routerId = id;
+        const edgeName = edge.get(id);
+        const name = edgeName ?? fabric.get(id);
+        answer.router =
+          name === undefined ? null : entityRef(edgeName !== undefined ? 'edge-routers' : 'routers', id, name);
+      }
+    },
+  };
+}
+
+async function routerNames(ex: Executor, table: string, ids: readonly string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return new Map();
+  const rows = await ex.selectFrom(table).select(['id', 'name']).where('id', 'in', unique).execute();
+  return new Map(rows.map((r) => [r.id as string, r.name as string]));
 }

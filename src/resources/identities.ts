@@ -26,6 +26,7 @@ export const identities: ResourceDef = {
   label: 'identity',
   table: 'identities',
   permission: 'identity',
+  system: true,
   operationIds: { list: 'listIdentities' },
   links: [
     'edge-router-policies',

@@ -1,8 +1,96 @@
-// Management routes of the routers area beyond the generic resource routes.
+// Management routes of the routers area: edge routers, routers (also served as transit routers),
+// terminators and a service's terminators, posture checks and their types.
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { sql, type SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
+import { assertPostureCheckType, PostureCheckReadExtra, TypeIdBodySchema } from '../../domain/posture-checks.js';
+import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
+import { TerminatorReadExtra } from '../../domain/routers.js';
+import { notFound } from '../../errors.js';
+import { patchSchema, readSchema, updateSchema } from '../../resources/kit.js';
+import { routeAuth } from '../auth-requirements.js';
+import { EMPTY, envelope } from '../envelope.js';
+import { listMeta, parseList } from '../list.js';
+import {
+  actorOf,
+  dataEnvelopeSchema,
+  IdParams,
+  ListQuerySchema,
+  operationId,
+  registerResourceRoutes,
+} from '../resource-routes.js';
 
 export function routersRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  const flavor = core.store.dialect.flavor;
+  const r = core.resources;
+
+  registerResourceRoutes(app, r.get('edge-routers'), flavor, {
+    listQueryExtra: RoleFilterQuery,
+    listScope: roleFilterScope('edge_routers', flavor),
+  });
+  registerResourceRoutes(app, r.get('routers'), flavor);
+  registerResourceRoutes(app, r.get('transit-routers'), flavor);
+
+  const terminators = r.get('terminators');
+  registerResourceRoutes(app, terminators, flavor, { readExtra: TerminatorReadExtra });
+
+  // A service's terminators: the terminator list scoped to the service. It shows terminators, so it
+  // takes the terminator read permission.
+  const services = r.get('services');
+  app.get('/services/:id/terminators', {
+    config: { auth: routeAuth(terminators.def.permission, 'read') },
+    schema: {
+      operationId: 'listServiceTerminators',
+      tags: ['services'],
+      params: IdParams,
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(terminators.def, TerminatorReadExtra))) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      if (!(await services.repo.exists(core.store.db, id))) throw notFound(services.def.label, id);
+      const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
+      const scope = sql<SqlBool>`${sql.ref('terminators.service_id')} = ${id}`;
+      const { items, total } = await terminators.list({ ...list.query, scope });
+      return envelope(items, listMeta(list, total, terminators.filter));
+    },
+  });
+
+  registerResourceRoutes(app, r.get('posture-check-types'), flavor);
+
+  // Posture checks: the generic routes, except that a patch and a full update name the check's
+  // (unchangeable) typeId, as the body of each kind is shaped by it.
+  const checks = r.get('posture-checks');
+  registerResourceRoutes(app, checks, flavor, {
+    operations: ['list', 'get', 'create', 'delete'],
+    readExtra: PostureCheckReadExtra,
+    listQueryExtra: RoleFilterQuery,
+    listScope: roleFilterScope('posture_checks', flavor),
+  });
+  const withTypeId = (base: ReturnType<typeof patchSchema>) =>
+    Type.Object({ ...base.properties, typeId: TypeIdBodySchema }, { additionalProperties: true });
+  const EmptySchema = dataEnvelopeSchema(Type.Object({}));
+  for (const op of ['patch', 'update'] as const) {
+    app.route({
+      method: op === 'patch' ? 'PATCH' : 'PUT',
+      url: '/posture-checks/:id',
+      config: { auth: routeAuth(checks.def.permission, 'update') },
+      schema: {
+        operationId: operationId(checks, op),
+        tags: [checks.def.name],
+        params: IdParams,
+        body: withTypeId(op === 'patch' ? patchSchema(checks.def) : updateSchema(checks.def)),
+        response: { 200: EmptySchema },
+      },
+      handler: async (request) => {
+        const { id } = request.params as { id: string };
+        const body = request.body as Record<string, unknown>;
+        await assertPostureCheckType(checks, id, body.typeId);
+        if (op === 'patch') await checks.patch(id, body, actorOf(request));
+        else await checks.update(id, body, actorOf(request));
+        return envelope(EMPTY);
+      },
+    });
+  }
 }

@@ -1,0 +1,194 @@
+// Routers without edge functions on the Management API: one table, served at /routers and at
+// /transit-routers with the same fields, validation and permissions.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  call,
+  CHALLENGE_MISSING,
+  createIdentityWithPassword,
+  expectError,
+  json,
+  login,
+  MGMT,
+  startTestController,
+  type TestController,
+} from './helpers.js';
+
+let t: TestController;
+let admin: string;
+let none: string;
+let routerPerm: string;
+let readOnly: string;
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  admin = await asAdmin(t);
+  await createIdentityWithPassword(t, admin, { name: 'r-none', username: 'r-none', password: 'r-none-1', permissions: ['terminator', 'identity'] });
+  await createIdentityWithPassword(t, admin, { name: 'r-router', username: 'r-router', password: 'r-router-1', permissions: ['router'] });
+  await createIdentityWithPassword(t, admin, { name: 'r-read', username: 'r-read', password: 'r-read-1', permissions: ['router.read'] });
+  none = await login(t, 'r-none', 'r-none-1');
+  routerPerm = await login(t, 'r-router', 'r-router-1');
+  readOnly = await login(t, 'r-read', 'r-read-1');
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe.each([
+  ['routers', 'Router', 'Routers'],
+  ['transit-routers', 'TransitRouter', 'TransitRouters'],
+] as const)('/%s', (collection, one, many) => {
+  const URL = `${MGMT}/${collection}`;
+  const prefix = `${collection}-`;
+
+  async function create(body: Record<string, unknown>): Promise<string> {
+    const res = await call(t, 'POST', URL, { token: admin, body });
+    if (res.statusCode !== 201) throw new Error(`creating failed: ${res.statusCode} ${res.body}`);
+    return json(res).data.id as string;
+  }
+  async function get(id: string): Promise<any> {
+    const res = await call(t, 'GET', `${URL}/${id}`, { token: admin });
+    expect(res.statusCode, res.body).toBe(200);
+    return json(res).data;
+  }
+
+  it('creates and reads every field', async () => {
+    const body = {
+      name: `${prefix}full`,
+      cost: 65535,
+      disabled: true,
+      noTraversal: true,
+      ctrlChanListeners: { 'tls:0.0.0.0:6262': ['default'] },
+      tags: { site: 'a', on: true },
+    };
+    const res = await call(t, 'POST', URL, { token: admin, body });
+    expect(res.statusCode).toBe(201);
+    const created = json(res).data;
+    expect(created).toEqual({ id: created.id, _links: { self: { href: `./${collection}/${created.id}` } } });
+    const e = await get(created.id);
+    expect(e).toMatchObject({ ...body, id: created.id, fingerprint: null, isOnline: false, isVerified: false });
+    expect(e._links.self.href).toBe(`./${collection}/${created.id}`);
+    for (const f of ['roleAttributes', 'isTunnelerEnabled', 'configs']) expect(e).not.toHaveProperty(f);
+  });
+
+  it('fills defaults and ignores read-only fields', async () => {
+    const id = await create({ name: `${prefix}defaults`, isOnline: true, fingerprint: 'ff' });
+    expect(await get(id)).toMatchObject({ cost: 0, disabled: false, noTraversal: false, ctrlChanListeners: null, isOnline: false, fingerprint: null, tags: {} });
+  });
+
+  const invalid: [string, Record<string, unknown>, string][] = [
+    ['missing name', { cost: 1 }, 'name'],
+    ['empty name', { name: '' }, 'name'],
+    ['cost above 65535', { name: 'v', cost: 65536 }, 'cost'],
+    ['negative cost', { name: 'v', cost: -1 }, 'cost'],
+    ['string cost', { name: 'v', cost: '1' }, 'cost'],
+    ['disabled not a boolean', { name: 'v', disabled: 'x' }, 'disabled'],
+    ['noTraversal not a boolean', { name: 'v', noTraversal: 0 }, 'noTraversal'],
+    ['ctrlChanListeners not an object', { name: 'v', ctrlChanListeners: [] }, 'ctrlChanListeners'],
+    ['tags with a number', { name: 'v', tags: { n: 2 } }, 'tags.n'],
+  ];
+  it.each(invalid)('%s → 400 naming the field', async (_name, body, field) => {
+    expectError(await call(t, 'POST', URL, { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);
+  });
+
+  it('refuses a duplicate name', async () => {
+    await create({ name: `${prefix}dup` });
+    expectError(await call(t, 'POST', URL, { token: admin, body: { name: `${prefix}dup` } }), 400, 'COULD_NOT_VALIDATE', 'name');
+  });
+
+  it('patch, full update and delete', async () => {
+    const id = await create({ name: `${prefix}change`, cost: 3, noTraversal: true });
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { cost: 4 } })).statusCode).toBe(200);
+    expect(await get(id)).toMatchObject({ name: `${prefix}change`, cost: 4, noTraversal: true });
+    expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { cost: -5 } }), 400, 'COULD_NOT_VALIDATE', 'cost');
+    expectError(await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { cost: 1 } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expect((await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { name: `${prefix}changed` } })).statusCode).toBe(200);
+    expect(await get(id)).toMatchObject({ name: `${prefix}changed`, cost: 0, noTraversal: false });
+    const res = await call(t, 'DELETE', `${URL}/${id}`, { token: admin });
+    expect(res.statusCode).toBe(200);
+    expect(json(res).data).toEqual({});
+    expectError(await call(t, 'GET', `${URL}/${id}`, { token: admin }), 404, 'NOT_FOUND');
+  });
+
+  it('unknown ids are 404', async () => {
+    const url = `${URL}/no-such-router`;
+    expectError(await call(t, 'GET', url, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PATCH', url, { token: admin, body: { cost: 1 } }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'PUT', url, { token: admin, body: { name: 'x' } }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'DELETE', url, { token: admin }), 404, 'NOT_FOUND');
+  });
+
+  it('lists with filter, sort and paging', async () => {
+    for (const [n, cost] of [['b', 2], ['a', 1], ['c', 3]] as const) await create({ name: `${prefix}list-${n}`, cost });
+    const filter = encodeURIComponent(`name contains "${prefix}list-"`);
+    const res = await call(t, 'GET', `${URL}?filter=${filter}&sort=${encodeURIComponent('cost desc')}&limit=2&offset=1`, { token: admin });
+    expect(res.statusCode).toBe(200);
+    const body = json(res);
+    expect(body.data.map((e: { name: string }) => e.name)).toEqual([`${prefix}list-b`, `${prefix}list-a`]);
+    expect(body.meta.pagination).toEqual({ limit: 2, offset: 1, totalCount: 3 });
+    expect(body.meta.filterableFields).toEqual(expect.arrayContaining(['id', 'name', 'cost', 'disabled', 'noTraversal', 'fingerprint', 'isOnline', 'isVerified']));
+    expectError(await call(t, 'GET', `${URL}?filter=${encodeURIComponent('roleAttributes = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
+  });
+
+  it('without a credential: 401 with the challenge; without permission: 401; router permission: allowed', async () => {
+    const id = await create({ name: `${prefix}auth` });
+    const routes: [string, string, unknown?][] = [
+      ['GET', URL],
+      ['GET', `${URL}/${id}`],
+      ['POST', URL, { name: `${prefix}auth-new` }],
+      ['PATCH', `${URL}/${id}`, { cost: 2 }],
+      ['PUT', `${URL}/${id}`, { name: `${prefix}auth` }],
+      ['DELETE', `${URL}/${id}`],
+    ];
+    for (const [method, url, body] of routes) {
+      const res = await call(t, method as 'GET', url, { body });
+      expectError(res, 401, 'UNAUTHORIZED');
+      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+      expectError(await call(t, method as 'GET', url, { token: none, body }), 401, 'UNAUTHORIZED');
+    }
+    expect((await call(t, 'GET', `${URL}/${id}`, { token: readOnly })).statusCode).toBe(200);
+    expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: readOnly, body: { cost: 1 } }), 401, 'UNAUTHORIZED');
+    const expected = [200, 200, 201, 200, 200, 200];
+    for (const [i, [method, url, body]] of routes.entries()) {
+      const res = await call(t, method as 'GET', url, { token: routerPerm, body });
+      expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(expected[i]);
+    }
+  });
+
+  it('names the operations as endpoints.md does', async () => {
+    const doc = json(await call(t, 'GET', `${MGMT}/specs/edge-management/spec`));
+    const op = (path: string, method: string) => doc.paths[`${MGMT}${path}`]?.[method]?.operationId;
+    expect(op(`/${collection}`, 'get')).toBe(`list${many}`);
+    expect(op(`/${collection}`, 'post')).toBe(`create${one}`);
+    expect(op(`/${collection}/{id}`, 'get')).toBe(`detail${one}`);
+    expect(op(`/${collection}/{id}`, 'patch')).toBe(`patch${one}`);
+    expect(op(`/${collection}/{id}`, 'put')).toBe(`update${one}`);
+    expect(op(`/${collection}/{id}`, 'delete')).toBe(`delete${one}`);
+  });
+});
+
+describe('one table behind both paths', () => {
+  it('a router created at /routers is the same record at /transit-routers, and back', async () => {
+    const res = await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'shared-1', cost: 12 } });
+    const id = json(res).data.id as string;
+    const viaTransit = json(await call(t, 'GET', `${MGMT}/transit-routers/${id}`, { token: admin })).data;
+    expect(viaTransit).toMatchObject({ id, name: 'shared-1', cost: 12 });
+    expect(viaTransit._links.self.href).toBe(`./transit-routers/${id}`);
+    expect((await call(t, 'PATCH', `${MGMT}/transit-routers/${id}`, { token: admin, body: { cost: 13 } })).statusCode).toBe(200);
+    expect(json(await call(t, 'GET', `${MGMT}/routers/${id}`, { token: admin })).data.cost).toBe(13);
+    // Names are unique across the table, whichever path wrote them.
+    expectError(await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'shared-1' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expect((await call(t, 'DELETE', `${MGMT}/transit-routers/${id}`, { token: admin })).statusCode).toBe(200);
+    expectError(await call(t, 'GET', `${MGMT}/routers/${id}`, { token: admin }), 404, 'NOT_FOUND');
+  });
+
+  it('deleting a router removes its terminators', async () => {
+    const id = json(await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'with-terminator' } })).data.id as string;
+    const service = await t.app.core.resources.get('services').create({ name: 'r-term-service' });
+    const res = await call(t, 'POST', `${MGMT}/terminators`, { token: admin, body: { service: service.id, router: id, address: 'tcp:b:2', binding: 'transport' } });
+    expect(res.statusCode, res.body).toBe(201);
+    await call(t, 'DELETE', `${MGMT}/routers/${id}`, { token: admin });
+    expectError(await call(t, 'GET', `${MGMT}/terminators/${json(res).data.id}`, { token: admin }), 404, 'NOT_FOUND');
+  });
+});
