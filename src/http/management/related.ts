@@ -1,9 +1,168 @@
 // Related lists of the management API (`/<collection>/{id}/<related>`), policy advice and the role
 // attribute lists.
-import type { FastifyInstance } from 'fastify';
+import { Type, type TSchema } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { allows } from '../../auth/permissions.js';
+import { policyAdvice } from '../../domain/advice.js';
+import { policyReadExtra } from '../../domain/policies.js';
+import { PostureCheckReadExtra } from '../../domain/posture-checks.js';
+import {
+  idIn,
+  listRoleAttributes,
+  parsePolicyType,
+  RELATIONS,
+  ROLE_ATTRIBUTE_FILTER,
+  ROLE_ATTRIBUTE_KINDS,
+  roleAttributeUsage,
+} from '../../domain/related.js';
+import { ApiError, notFound } from '../../errors.js';
+import { EntityRefSchema, readSchema } from '../../resources/kit.js';
+import { routeAuth } from '../auth-requirements.js';
+import { envelope } from '../envelope.js';
+import { IdentityReadExtra } from '../identity-schemas.js';
+import { listMeta, parseList } from '../list.js';
+import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { ServiceReadExtra } from './services.js';
+
+/**
+ * Computed read fields of the listed resources: the same schemas their own lists answer with, so a
+ * related list serialises an entity exactly as the resource's list does.
+ */
+const READ_EXTRA: Record<string, Record<string, TSchema>> = {
+  identities: IdentityReadExtra,
+  services: ServiceReadExtra,
+  'posture-checks': PostureCheckReadExtra,
+  'service-policies': policyReadExtra('service-policies'),
+  'edge-router-policies': policyReadExtra('edge-router-policies'),
+  'service-edge-router-policies': policyReadExtra('service-edge-router-policies'),
+};
+
+const PolicyTypeQuery = Type.Composite(
+  [ListQuerySchema, Type.Object({ policyType: Type.Optional(Type.String({ description: 'dial or bind; absent: either' })) })],
+  { additionalProperties: true },
+);
+
+const RoleAttributeUsageQuery = Type.Composite(
+  [
+    ListQuerySchema,
+    Type.Object({ withIds: Type.Optional(Type.Boolean({ description: 'list the ids of each use (default false)' })) }),
+  ],
+  { additionalProperties: true },
+);
+
+const RoleAttributeUsageSchema = Type.Object({
+  roleAttribute: Type.String(),
+  usage: Type.Record(
+    Type.String(),
+    Type.Object({ count: Type.Integer(), ids: Type.Optional(Type.Array(Type.String())) }),
+    { description: 'per kind of entity or policy that refers to the attribute' },
+  ),
+});
+
+const PolicyAdviceSchema = Type.Object({
+  identityId: Type.String(),
+  identity: EntityRefSchema,
+  serviceId: Type.String(),
+  service: EntityRefSchema,
+  isDialAllowed: Type.Boolean(),
+  isBindAllowed: Type.Boolean(),
+  identityRouterCount: Type.Integer(),
+  serviceRouterCount: Type.Integer(),
+  commonRouters: Type.Array(Type.Composite([EntityRefSchema, Type.Object({ isOnline: Type.Boolean() })])),
+});
+
+const NOT_PERMITTED = 'overlay-session realm="overlay-session" error="invalid" error_description="not permitted"';
+
+/** Beyond the route's own requirement: the caller may also read each of `groups`. */
+function requireRead(request: FastifyRequest, groups: readonly string[]): void {
+  const identity = request.principal?.identity;
+  if (identity && groups.every((g) => allows(identity, g, 'read'))) return;
+  throw new ApiError('UNAUTHORIZED', 'the caller is not permitted this operation', undefined, {
+    'www-authenticate': NOT_PERMITTED,
+  });
+}
 
 export function relatedRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  const flavor = core.store.dialect.flavor;
+  const r = core.resources;
+
+  for (const rel of RELATIONS) {
+    const parent = r.get(rel.parent);
+    const child = r.get(rel.child);
+    app.get(`/${rel.parent}/:id/${rel.sub}`, {
+      config: { auth: routeAuth(child.def.permission, 'read') },
+      schema: {
+        operationId: rel.operationId,
+        tags: [rel.parent],
+        params: IdParams,
+        querystring: rel.policyType ? PolicyTypeQuery : ListQuerySchema,
+        response: { 200: dataEnvelopeSchema(Type.Array(readSchema(child.def, READ_EXTRA[child.def.name]))) },
+      },
+      handler: async (request) => {
+        const { id } = request.params as { id: string };
+        const query = request.query as Record<string, unknown>;
+        const list = parseList(query, child.filter, flavor);
+        const type = rel.policyType ? parsePolicyType(query.policyType) : undefined;
+        if (!(await parent.repo.exists(core.store.db, id))) throw notFound(parent.def.label, id);
+        const scope = idIn(child.def.table, rel.ids(id, type));
+        const { items, total } = await child.list({ ...list.query, scope });
+        return envelope(items, listMeta(list, total, child.filter));
+      },
+    });
+  }
+
+  app.get('/identities/:id/policy-advice/:serviceId', {
+    config: { auth: routeAuth('identity', 'read') },
+    schema: {
+      operationId: 'getIdentityPolicyAdvice',
+      tags: ['identities'],
+      params: Type.Object({
+        id: Type.String({ minLength: 1, maxLength: 255 }),
+        serviceId: Type.String({ minLength: 1, maxLength: 255 }),
+      }),
+      response: { 200: dataEnvelopeSchema(PolicyAdviceSchema) },
+    },
+    handler: async (request) => {
+      // The answer names the service and edge routers too.
+      requireRead(request, ['service', 'router']);
+      const { id, serviceId } = request.params as { id: string; serviceId: string };
+      return envelope(await policyAdvice(r, id, serviceId));
+    },
+  });
+
+  for (const spec of ROLE_ATTRIBUTE_KINDS) {
+    const tags = ['role-attributes'];
+    app.get(`/${spec.prefix}-role-attributes`, {
+      config: { auth: routeAuth(spec.group, 'read') },
+      schema: {
+        operationId: `list${spec.name}RoleAttributes`,
+        tags,
+        querystring: ListQuerySchema,
+        response: { 200: dataEnvelopeSchema(Type.Array(Type.String())) },
+      },
+      handler: async (request) => {
+        const list = parseList(request.query as Record<string, unknown>, ROLE_ATTRIBUTE_FILTER, flavor);
+        const { items, total } = await listRoleAttributes(core.store.db, spec.kind, list.query);
+        return envelope(items, listMeta(list, total, ROLE_ATTRIBUTE_FILTER));
+      },
+    });
+
+    app.get(`/${spec.prefix}-role-attribute-usage`, {
+      config: { auth: routeAuth(spec.group, 'read') },
+      schema: {
+        operationId: `list${spec.name}RoleAttributeUsage`,
+        tags,
+        querystring: RoleAttributeUsageQuery,
+        response: { 200: dataEnvelopeSchema(Type.Array(RoleAttributeUsageSchema)) },
+      },
+      handler: async (request) => {
+        const query = request.query as Record<string, unknown>;
+        const list = parseList(query, ROLE_ATTRIBUTE_FILTER, flavor);
+        const { items, total } = await listRoleAttributes(core.store.db, spec.kind, list.query);
+        const usage = await roleAttributeUsage(core.store, spec, items, query.withIds === true);
+        return envelope(usage, listMeta(list, total, ROLE_ATTRIBUTE_FILTER));
+      },
+    });
+  }
 }

@@ -1,0 +1,424 @@
+// Role attribute lists (`/<kind>-role-attributes`) and their usage (`/<kind>-role-attribute-usage`,
+// behaviour.md §3): the distinct attributes entities of a kind carry, with the filter symbol `id`,
+// sort and paging; and per attribute, which entities carry it and which policies name `#<attribute>`.
+// Expectations are computed by brute force from the stored entities and policies.
+import { existsSync } from 'node:fs';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  call,
+  CHALLENGE_MISSING,
+  createIdentityWithPassword,
+  expectError,
+  json,
+  login,
+  MGMT,
+  startTestController,
+  type TestController,
+} from './helpers.js';
+
+let t: TestController;
+let admin: string;
+
+// ---- fixture helpers (shared by the related list, policy advice and role attribute tests) ---
+
+/** Creates through the Management API; answers the id. */
+async function create(collection: string, body: Record<string, unknown>): Promise<string> {
+  const res = await call(t, 'POST', `${MGMT}/${collection}`, { token: admin, body });
+  if (res.statusCode !== 201) throw new Error(`creating ${collection} failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
+}
+
+/** Patches through the Management API. */
+async function patch(collection: string, id: string, body: Record<string, unknown>): Promise<void> {
+  const res = await call(t, 'PATCH', `${MGMT}/${collection}/${id}`, { token: admin, body });
+  if (res.statusCode !== 200) throw new Error(`patching ${collection} ${id} failed: ${res.statusCode} ${res.body}`);
+}
+
+/** The id of the seeded DOMAIN posture check type. */
+async function domainCheckType(): Promise<string> {
+  const res = await call(t, 'GET', `${MGMT}/posture-check-types?filter=${encodeURIComponent('name = "DOMAIN"')}`, { token: admin });
+  const id = json(res).data?.[0]?.id;
+  if (res.statusCode !== 200 || typeof id !== 'string') throw new Error(`no DOMAIN posture check type: ${res.statusCode} ${res.body}`);
+  return id;
+}
+
+interface Ent {
+  id: string;
+  name: string;
+  roleAttributes: string[];
+  isOnline?: boolean;
+}
+interface Pol {
+  id: string;
+  type?: string;
+  semantic: string;
+  identityRoles?: string[];
+  serviceRoles?: string[];
+  edgeRouterRoles?: string[];
+  postureCheckRoles?: string[];
+}
+interface World {
+  identities: Ent[];
+  services: Ent[];
+  edgeRouters: Ent[];
+  postureChecks: Ent[];
+  sp: Pol[];
+  erp: Pol[];
+  serp: Pol[];
+}
+
+/** behaviour.md §4, written out independently of the policy engine. */
+function matches(semantic: string, roles: readonly string[] | undefined, e: Ent): boolean {
+  const list = roles ?? [];
+  if (list.includes(`@${e.id}`) || list.includes('#all')) return true;
+  const attrs = list.filter((r) => r.startsWith('#')).map((r) => r.slice(1));
+  if (attrs.length === 0) return false;
+  return semantic === 'AllOf' ? attrs.every((a) => e.roleAttributes.includes(a)) : attrs.some((a) => e.roleAttributes.includes(a));
+}
+
+async function loadWorld(): Promise<World> {
+  const r = t.app.core.resources;
+  const db = t.app.core.store.db;
+  const all = async (c: string) => (await r.get(c).repo.list(db, { sort: [], offset: 0, limit: null })).items as any[];
+  const ents = async (c: string) =>
+    (await all(c)).map((e) => ({ id: e.id, name: e.name, roleAttributes: e.roleAttributes ?? [], isOnline: e.isOnline }));
+  return {
+    identities: await ents('identities'),
+    services: await ents('services'),
+    edgeRouters: await ents('edge-routers'),
+    postureChecks: await ents('posture-checks'),
+    sp: await all('service-policies'),
+    erp: await all('edge-router-policies'),
+    serp: await all('service-edge-router-policies'),
+  };
+}
+
+const LINK_TABLES: [keyof World, keyof World, string, keyof Pol, string][] = [
+  ['sp', 'identities', 'service_policy_identities', 'identityRoles', 'identity_id'],
+  ['sp', 'services', 'service_policy_services', 'serviceRoles', 'service_id'],
+  ['sp', 'postureChecks', 'service_policy_posture_checks', 'postureCheckRoles', 'posture_check_id'],
+  ['erp', 'identities', 'edge_router_policy_identities', 'identityRoles', 'identity_id'],
+  ['erp', 'edgeRouters', 'edge_router_policy_edge_routers', 'edgeRouterRoles', 'edge_router_id'],
+  ['serp', 'services', 'service_edge_router_policy_services', 'serviceRoles', 'service_id'],
+  ['serp', 'edgeRouters', 'service_edge_router_policy_edge_routers', 'edgeRouterRoles', 'edge_router_id'],
+];
+const KINDS: [keyof World, string][] = [
+  ['identities', 'identity'],
+  ['services', 'service'],
+  ['edgeRouters', 'edge-router'],
+  ['postureChecks', 'posture-check'],
+];
+
+/** The policy engine (src/policy/links.ts) keeps the links and the role attribute index exact. */
+const ENGINE_PRESENT = existsSync(new URL('../src/policy/links.ts', import.meta.url));
+
+/**
+ * Only while the policy engine is absent: writes the policy links and the role attribute index that
+ * the stored entities and policies imply (brute force). With the engine present it writes nothing,
+ * so every test reads the links the engine maintains.
+ */
+async function linkForTest(): Promise<void> {
+  if (ENGINE_PRESENT) return;
+  const db = t.app.core.store.db as Kysely<any>;
+  const w = await loadWorld();
+  await db.deleteFrom('role_attribute_index').execute();
+  for (const [key, kind] of KINDS) {
+    const rows = (w[key] as Ent[]).flatMap((e) => e.roleAttributes.map((attribute) => ({ kind, attribute, entity_id: e.id })));
+    if (rows.length > 0) await db.insertInto('role_attribute_index').values(rows).execute();
+  }
+  for (const [pols, ents, table, field, column] of LINK_TABLES) {
+    await db.deleteFrom(table).execute();
+    const rows = (w[pols] as Pol[]).flatMap((p) =>
+      (w[ents] as Ent[]).filter((e) => matches(p.semantic, p[field] as string[], e)).map((e) => ({ policy_id: p.id, [column]: e.id })),
+    );
+    if (rows.length > 0) await db.insertInto(table).values(rows).execute();
+  }
+}
+
+
+// ---- the fixture -------------------------------------------------------------------------------
+
+const ids: Record<string, string> = {};
+let world: World;
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  admin = await asAdmin(t);
+  const make = async (collection: string, name: string, body: Record<string, unknown>) => (ids[name] = await create(collection, { name, ...body }));
+  await make('identities', 'i1', { type: 'User', isAdmin: false, roleAttributes: ['red', 'blue'] });
+  await make('identities', 'i2', { type: 'User', isAdmin: false, roleAttributes: ['red'] });
+  await make('identities', 'i3', { type: 'Device', isAdmin: false, roleAttributes: ['green', 'all'] });
+  await make('identities', 'i4', { type: 'User', isAdmin: false, roleAttributes: [] });
+  await make('services', 's1', { roleAttributes: ['red', 'web'] });
+  await make('services', 's2', { roleAttributes: ['web'] });
+  await make('edge-routers', 'e1', { roleAttributes: ['east', 'red'] });
+  await make('edge-routers', 'e2', { roleAttributes: ['west'] });
+  const typeId = await domainCheckType();
+  await make('posture-checks', 'pc1', { typeId, roleAttributes: ['corp'], domains: ['corp.example'] });
+  await make('posture-checks', 'pc2', { typeId, roleAttributes: ['corp', 'red'], domains: ['corp.example'] });
+  await make('service-policies', 'sp1', {
+    type: 'Dial',
+    semantic: 'AnyOf',
+    identityRoles: ['#red', '#green'],
+    serviceRoles: ['#web'],
+    postureCheckRoles: ['#corp'],
+  });
+  await make('service-policies', 'sp2', {
+    type: 'Bind',
+    semantic: 'AllOf',
+    identityRoles: ['#all'],
+    serviceRoles: ['#red', `@${ids.s2}`],
+    postureCheckRoles: ['#red'],
+  });
+  await make('edge-router-policies', 'erp1', { semantic: 'AnyOf', identityRoles: ['#red'], edgeRouterRoles: ['#east', '#west'] });
+  await make('edge-router-policies', 'erp2', { semantic: 'AnyOf', identityRoles: ['#blue', '#nobody'], edgeRouterRoles: ['#all'] });
+  await make('service-edge-router-policies', 'serp1', { semantic: 'AllOf', serviceRoles: ['#web'], edgeRouterRoles: ['#east', '#red'] });
+  await linkForTest();
+  world = await loadWorld();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+// ---- expectations, by brute force ---------------------------------------------------------------
+
+interface KindCase {
+  prefix: string;
+  name: string;
+  group: string;
+  entities: keyof World;
+  collection: string;
+  policies: [string, keyof World, keyof Pol][];
+}
+
+const CASES: KindCase[] = [
+  {
+    prefix: 'identity',
+    name: 'Identity',
+    group: 'identity',
+    entities: 'identities',
+    collection: 'identities',
+    policies: [
+      ['service-policies', 'sp', 'identityRoles'],
+      ['edge-router-policies', 'erp', 'identityRoles'],
+    ],
+  },
+  {
+    prefix: 'service',
+    name: 'Service',
+    group: 'service',
+    entities: 'services',
+    collection: 'services',
+    policies: [
+      ['service-policies', 'sp', 'serviceRoles'],
+      ['service-edge-router-policies', 'serp', 'serviceRoles'],
+    ],
+  },
+  {
+    prefix: 'edge-router',
+    name: 'EdgeRouter',
+    group: 'router',
+    entities: 'edgeRouters',
+    collection: 'edge-routers',
+    policies: [
+      ['edge-router-policies', 'erp', 'edgeRouterRoles'],
+      ['service-edge-router-policies', 'serp', 'edgeRouterRoles'],
+    ],
+  },
+  {
+    prefix: 'posture-check',
+    name: 'PostureCheck',
+    group: 'posture-check',
+    entities: 'postureChecks',
+    collection: 'posture-checks',
+    policies: [['service-policies', 'sp', 'postureCheckRoles']],
+  },
+];
+
+const attributesOf = (c: KindCase) => [...new Set((world[c.entities] as Ent[]).flatMap((e) => e.roleAttributes))].sort();
+
+function usageOf(c: KindCase, attribute: string, withIds: boolean): Record<string, { count: number; ids?: string[] }> {
+  const out: Record<string, { count: number; ids?: string[] }> = {};
+  const add = (source: string, found: string[]) => {
+    if (found.length > 0) out[source] = withIds ? { count: found.length, ids: [...found].sort() } : { count: found.length };
+  };
+  add(c.collection, (world[c.entities] as Ent[]).filter((e) => e.roleAttributes.includes(attribute)).map((e) => e.id));
+  // `#all` selects everything; it names no attribute
+  for (const [source, key, field] of c.policies) {
+    add(source, (world[key] as Pol[]).filter((p) => attribute !== 'all' && ((p[field] as string[]) ?? []).includes(`#${attribute}`)).map((p) => p.id));
+  }
+  return out;
+}
+
+const listUrl = (c: KindCase, query = '') => `${MGMT}/${c.prefix}-role-attributes${query ? `?${query}` : ''}`;
+const usageUrl = (c: KindCase, query = '') => `${MGMT}/${c.prefix}-role-attribute-usage${query ? `?${query}` : ''}`;
+const filter = (text: string) => `filter=${encodeURIComponent(text)}`;
+
+async function get(u: string, token = admin): Promise<any> {
+  const res = await call(t, 'GET', u, { token });
+  if (res.statusCode !== 200) throw new Error(`${u}: ${res.statusCode} ${res.body}`);
+  return json(res);
+}
+
+/** Ids in a usage answer are compared as sets. */
+function sortedUsage(items: any[]): any[] {
+  return items.map((item) => ({
+    roleAttribute: item.roleAttribute,
+    usage: Object.fromEntries(
+      Object.entries(item.usage as Record<string, { count: number; ids?: string[] }>).map(([k, v]) => [k, v.ids ? { ...v, ids: [...v.ids].sort() } : v]),
+    ),
+  }));
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+describe('the fixture', () => {
+  it('has the hand-checked attributes and uses', () => {
+    expect(attributesOf(CASES[0]!)).toEqual(['all', 'blue', 'green', 'red']);
+    expect(usageOf(CASES[0]!, 'red', true)).toEqual({
+      identities: { count: 2, ids: [ids.i1, ids.i2].sort() },
+      'service-policies': { count: 1, ids: [ids.sp1] },
+      'edge-router-policies': { count: 1, ids: [ids.erp1] },
+    });
+    expect(usageOf(CASES[0]!, 'all', false)).toEqual({ identities: { count: 1 } });
+    expect(attributesOf(CASES[3]!)).toEqual(['corp', 'red']);
+  });
+
+  it('serves the operations of endpoints.md', async () => {
+    const doc = json(await t.inject({ method: 'GET', url: `${MGMT}/specs/edge-management/spec` }));
+    for (const c of CASES) {
+      expect(doc.paths[`${MGMT}/${c.prefix}-role-attributes`]?.get?.operationId).toBe(`list${c.name}RoleAttributes`);
+      expect(doc.paths[`${MGMT}/${c.prefix}-role-attribute-usage`]?.get?.operationId).toBe(`list${c.name}RoleAttributeUsage`);
+    }
+  });
+});
+
+describe.each(CASES.map((c) => [c.prefix, c] as const))('%s role attributes', (_prefix, c) => {
+  it('lists the distinct attributes in use, sorted, with pagination meta', async () => {
+    const expected = attributesOf(c);
+    expect(expected.length).toBeGreaterThan(1);
+    const body = await get(listUrl(c));
+    expect(body.data).toEqual(expected);
+    expect(body.meta.pagination).toEqual({ limit: 10, offset: 0, totalCount: expected.length });
+    expect(body.meta.filterableFields).toEqual(['id']);
+  });
+
+  it('filters on id: =, !=, contains, icontains, in, not in', async () => {
+    const all = attributesOf(c);
+    const [first, second] = all as [string, string];
+    const cases: [string, string[]][] = [
+      [`id = "${first}"`, [first]],
+      [`id != "${first}"`, all.filter((a) => a !== first)],
+      ['id contains "e"', all.filter((a) => a.includes('e'))],
+      ['id icontains "E"', all.filter((a) => a.toLowerCase().includes('e'))],
+      [`id in ["${second}", "no-such-attribute"]`, [second]],
+      [`id not in ["${first}"]`, all.filter((a) => a !== first)],
+      ['id = "no-such-attribute"', []],
+      [`id >= "${second}"`, all.filter((a) => a >= second)],
+    ];
+    for (const [text, expected] of cases) {
+      const body = await get(listUrl(c, filter(text)));
+      expect(body.data, text).toEqual(expected);
+      expect(body.meta.pagination.totalCount, text).toBe(expected.length);
+    }
+  });
+
+  it('sorts by id and pages', async () => {
+    const all = attributesOf(c);
+    expect((await get(listUrl(c, 'sort=id desc'))).data).toEqual([...all].reverse());
+    expect((await get(listUrl(c, filter('sort by id desc limit 1')))).data).toEqual([all[all.length - 1]]);
+    const page = await get(listUrl(c, 'limit=1&offset=1'));
+    expect(page.data).toEqual([all[1]]);
+    expect(page.meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: all.length });
+    expect((await get(listUrl(c, `offset=${all.length}`))).data).toEqual([]);
+  });
+
+  it('refuses bad input with 400', async () => {
+    for (const u of [listUrl(c, filter('name = "x"')), listUrl(c, filter('id = ')), usageUrl(c, filter('roleAttribute = "x"'))]) {
+      expectError(await call(t, 'GET', u, { token: admin }), 400, 'INVALID_FILTER', 'filter');
+    }
+    expectError(await call(t, 'GET', listUrl(c, 'sort=name'), { token: admin }), 400, 'INVALID_SORT_IDENTIFIER');
+    expectError(await call(t, 'GET', listUrl(c, 'limit=x'), { token: admin }), 400, 'INVALID_PAGINATION', 'limit');
+    expectError(await call(t, 'GET', usageUrl(c, 'withIds=maybe'), { token: admin }), 400, 'COULD_NOT_VALIDATE', 'withIds');
+  });
+
+  it('answers the usage of each attribute, without ids by default', async () => {
+    const all = attributesOf(c);
+    for (const q of ['', 'withIds=false']) {
+      const body = await get(usageUrl(c, `limit=500${q ? `&${q}` : ''}`));
+      expect(body.data).toEqual(all.map((a) => ({ roleAttribute: a, usage: usageOf(c, a, false) })));
+      expect(body.meta.pagination).toEqual({ limit: 500, offset: 0, totalCount: all.length });
+      for (const item of body.data) for (const u of Object.values(item.usage)) expect(u).not.toHaveProperty('ids');
+    }
+  });
+
+  it('answers the ids of each use with withIds=true', async () => {
+    const all = attributesOf(c);
+    const body = await get(usageUrl(c, 'limit=500&withIds=true'));
+    expect(sortedUsage(body.data)).toEqual(all.map((a) => ({ roleAttribute: a, usage: usageOf(c, a, true) })));
+    expect(body.data.some((item: any) => Object.keys(item.usage).length > 1)).toBe(true);
+  });
+
+  it('filters, sorts and pages the usage list like the attribute list', async () => {
+    const all = attributesOf(c);
+    const [first] = all as [string];
+    const one = await get(usageUrl(c, `withIds=true&${filter(`id = "${first}"`)}`));
+    expect(sortedUsage(one.data)).toEqual([{ roleAttribute: first, usage: usageOf(c, first, true) }]);
+    expect(one.meta.pagination.totalCount).toBe(1);
+    const page = await get(usageUrl(c, 'sort=id desc&limit=1&offset=1'));
+    expect(page.data.map((i: any) => i.roleAttribute)).toEqual([[...all].reverse()[1]]);
+    expect(page.meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: all.length });
+  });
+
+  it('answers 401 without a credential', async () => {
+    for (const u of [listUrl(c), usageUrl(c)]) {
+      const res = await call(t, 'GET', u);
+      expectError(res, 401, 'UNAUTHORIZED');
+      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+    }
+  });
+});
+
+describe('attributes only policies name', () => {
+  it('are not attributes in use: neither listed nor in the usage list', async () => {
+    const c = CASES[0]!;
+    expect((await get(listUrl(c, filter('id = "nobody"')))).data).toEqual([]);
+    expect((await get(usageUrl(c, filter('id = "nobody"')))).data).toEqual([]);
+  });
+});
+
+describe('permissions', () => {
+  it('each list needs read of its kind: 401 otherwise', async () => {
+    const groups = CASES.map((c) => c.group);
+    const tokens: Record<string, string> = {};
+    for (const group of [...groups, 'nobody']) {
+      const name = `ra-${group}`;
+      await createIdentityWithPassword(t, admin, { name, username: name, password: 'attr-password-1', permissions: group === 'nobody' ? [] : [`${group}.read`] });
+      tokens[group] = await login(t, name, 'attr-password-1');
+    }
+    for (const c of CASES) {
+      for (const u of [listUrl(c), usageUrl(c, 'withIds=true')]) {
+        for (const group of [...groups, 'nobody']) {
+          const res = await call(t, 'GET', u, { token: tokens[group] });
+          expect(res.statusCode, `${u} with ${group}`).toBe(group === c.group ? 200 : 401);
+        }
+      }
+    }
+  });
+});
+
+describe('changes', () => {
+  it('the lists follow the entities', async () => {
+    const c = CASES[0]!;
+    await patch('identities', ids.i3!, { roleAttributes: ['purple'] });
+    await linkForTest();
+    world = await loadWorld();
+    expect(attributesOf(c)).toEqual(['blue', 'purple', 'red']);
+    expect((await get(listUrl(c))).data).toEqual(['blue', 'purple', 'red']);
+    const usage = await get(usageUrl(c, `withIds=true&${filter('id = "purple"')}`));
+    expect(usage.data).toEqual([{ roleAttribute: 'purple', usage: { identities: { count: 1, ids: [ids.i3] } } }]);
+  });
+});
