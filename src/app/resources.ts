@@ -12,7 +12,7 @@ import {
 import { configBehaviour, configTypeBehaviour, serviceBehaviour } from '../domain/services.js';
 import { edgeRouterBehaviour, routerBehaviour, terminatorBehaviour } from '../domain/routers.js';
 import { postureCheckBehaviour } from '../domain/posture-checks.js';
-import { controllerSettingBehaviour, revocationBehaviour } from '../domain/operations.js';
+import { controllerSettingBehaviour, revocationBehaviour, type TokenLifetimes } from '../domain/operations.js';
 import { configs, configTypes, services, terminators } from '../resources/services.js';
 import { edgeRouters, routers, transitRouters } from '../resources/routers.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../resources/policies.js';
@@ -31,6 +31,8 @@ export interface ResourceDeps {
   sessions: ApiSessions;
   identities: IdentityDirectory;
   clock: Clock;
+  /** The OIDC token lifetimes (edge.oidc): how long a revocation must be kept. */
+  tokenLifetimes: TokenLifetimes;
 }
 
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
@@ -51,7 +53,7 @@ export function registerResources(resources: Resources, deps: ResourceDeps): voi
   resources.register(serviceEdgeRouterPolicies, serviceEdgeRouterPolicyBehaviour());
   resources.register(postureCheckTypes);
   resources.register(postureChecks, composeBehaviours(postureCheckBehaviour(), roleLinkBehaviour('posture-check')));
-  resources.register(revocations, revocationBehaviour());
+  resources.register(revocations, revocationBehaviour(deps.tokenLifetimes));
   resources.register(controllerSettings, controllerSettingBehaviour());
   resources.register(controllers);
 

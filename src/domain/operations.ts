@@ -1,16 +1,295 @@
 // Revocations, controller settings and the controllers list beyond CRUD.
-import type { ResourceBehaviour, WriteContext } from './resources.js';
+import { sql } from 'kysely';
+import { iso } from '../clock.js';
+import { checkRedirectUriPattern } from '../config/address.js';
+import type { ApiBinding, ListenerConfig } from '../config/index.js';
+import { fieldError, notFound } from '../errors.js';
+import { newId } from '../ids.js';
+import { fingerprintOfPem } from '../pki/index.js';
+import type { Entity } from '../store/repository.js';
+import type { Executor } from '../store/store.js';
+import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
-export function revocationBehaviour(): ResourceBehaviour {
-  return {};
+// ---- revocations -----------------------------------------------------------------------------
+
+/** The lifetimes (ms) of what a revocation can revoke: the `edge.oidc` durations of the config. */
+export interface TokenLifetimes {
+  accessTokenDuration: number;
+  refreshTokenDuration: number;
 }
 
+/** How long a revocation must be kept: past it, everything it could revoke has expired anyway. */
+export function revocationKeepMs(lifetimes: TokenLifetimes): number {
+  return Math.max(lifetimes.accessTokenDuration, lifetimes.refreshTokenDuration);
+}
+
+/** A new revocation is stamped with the moment it may be forgotten. */
+export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour {
+  return {
+    async validate(ctx, next, prev) {
+      if (prev) return;
+      next.expiresAt = iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes));
+    },
+  };
+}
+
+/**
+ * Creates a revocation, or renews the one that already holds this id: revoking an identity or an
+ * API session again must also catch the tokens issued since the first time. A renewal takes effect
+ * at its write time (its updatedAt, the moment tokens issued until then are revoked) and is kept
+ * the full lifetime from then. A revocation still in force keeps its type: naming its id with
+ * another type is refused (400 naming `id`); an expired one is replaced whatever its type.
+ */
+export async function revoke(
+  resources: Resources,
+  lifetimes: TokenLifetimes,
+  body: Record<string, unknown>,
+  actor?: Actor,
+): Promise<Entity> {
+  const service = resources.get('revocations');
+  const id = body.id as string;
+  if (!(await service.repo.exists(resources.store.db, id))) return service.create(body, actor);
+  return resources.write(async (ctx) => {
+    const prev = await service.repo.get(ctx.tx, id);
+    if (!prev) throw fieldError('id', 'was revoked and removed while this revocation was written', id);
+    const expired = typeof prev.expiresAt === 'string' && prev.expiresAt <= ctx.now;
+    if (!expired && prev.type !== body.type) throw fieldError('id', `already revoked as ${String(prev.type)}`, id);
+    const values: Record<string, unknown> = {
+      type: body.type,
+      tags: body.tags === undefined ? (expired ? {} : prev.tags) : (body.tags ?? {}),
+      ...(expired ? { createdAt: ctx.now } : {}),
+      updatedAt: ctx.now,
+      expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
+    };
+    await service.repo.update(ctx.tx, id, values);
+    const next = { ...prev, ...values } as Entity;
+    ctx.changed({ collection: service.def.name, kind: 'update', id, entity: next });
+    return next;
+  }, actor);
+}
+
+// ---- controller settings ---------------------------------------------------------------------
+
+/** The id of the setting every controller inherits. */
+export const GLOBAL_SETTING_ID = 'global';
+
+/**
+ * Redirect URI patterns the OIDC client always allows (behaviour.md §6): loopback callbacks on any
+ * port. A pattern without a path stands for any path on that host and port.
+ */
+export const DEFAULT_REDIRECT_URIS: readonly string[] = ['http://127.0.0.1:*', 'http://localhost:*'];
+
+export interface OidcSettings {
+  redirectUris: string[];
+  postLogoutUris: string[];
+}
+
+export interface ControllerSettingValues {
+  oidc: OidcSettings;
+}
+
+const OIDC_URI_LISTS = ['redirectUris', 'postLogoutUris'] as const;
+
+/**
+ * What a controller uses when no setting says otherwise: the default redirect URIs plus those the
+ * configuration lists on its edge-oidc APIs; post-logout URIs default to the same list.
+ */
+export function builtInControllerSettings(web: readonly ListenerConfig[]): ControllerSettingValues {
+  const configured = web.flatMap((l) => l.apis.flatMap((a) => (a.binding === 'edge-oidc' ? (a.options.redirectURIs ?? []) : [])));
+  const uris = [...new Set([...DEFAULT_REDIRECT_URIS, ...configured])];
+  return { oidc: { redirectUris: uris, postLogoutUris: [...uris] } };
+}
+
+/** Redirect and post-logout URIs are absolute http(s) URL patterns, `*` allowed only as the port. */
 export function controllerSettingBehaviour(): ResourceBehaviour {
-  return {};
+  return {
+    async validate(_ctx, next) {
+      const oidc = next.oidc;
+      if (!isObject(oidc)) return;
+      for (const key of OIDC_URI_LISTS) {
+        const list = oidc[key];
+        if (!Array.isArray(list)) continue;
+        for (const [i, uri] of list.entries()) {
+          try {
+            checkRedirectUriPattern(uri as string);
+          } catch (err) {
+            throw fieldError(`oidc.${key}[${i}]`, (err as Error).message, uri);
+          }
+        }
+      }
+    },
+  };
+}
+
+/**
+ * The setting a controller runs with: the built-in values, overlaid by the `global` setting, then by
+ * the controller's own setting; each layer replaces the fields it sets (a list replaces a list).
+ * Answers for `global`, for any id that has a setting and for any controller in the controllers
+ * list (even without settings); any other id is unknown (404).
+ */
+export async function effectiveControllerSetting(
+  ex: Executor,
+  resources: Resources,
+  builtIn: ControllerSettingValues,
+  id: string,
+): Promise<Answer> {
+  const settings = resources.get('controller-settings').repo;
+  const own = id === GLOBAL_SETTING_ID ? undefined : await settings.get(ex, id);
+  const global = await settings.get(ex, GLOBAL_SETTING_ID);
+  if (id !== GLOBAL_SETTING_ID && !own && !(await resources.get('controllers').repo.exists(ex, id))) {
+    throw notFound('controller setting', id);
+  }
+  const sources = ['built-in'];
+  let values: Record<string, unknown> = structuredClone(builtIn) as unknown as Record<string, unknown>;
+  for (const layer of [global, own]) {
+    if (!layer) continue;
+    values = overlay(values, { oidc: layer.oidc ?? {} });
+    sources.push(layer.id);
+  }
+  return {
+    _links: { self: { href: `./controller-settings/${id}/effective` } },
+    id,
+    controllerId: id,
+    ...values,
+    sources,
+  };
+}
+
+/** Objects merge key by key; anything else (lists included) replaces; null and absent keep the base. */
+function overlay(base: Record<string, unknown>, top: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(top)) {
+    if (v === undefined || v === null) continue;
+    const b = out[k];
+    out[k] = isObject(b) && isObject(v) ? overlay(b, v) : structuredClone(v);
+  }
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+// ---- controllers -----------------------------------------------------------------------------
+
+/** API name → the base URLs serving it, as the controllers list shows them. */
+export type ApiAddresses = Record<string, { url: string; version: string }[]>;
+
+const API_PATHS: Record<ApiBinding, string> = {
+  'edge-client': '/edge/client/v1',
+  'edge-management': '/edge/management/v1',
+  'edge-oidc': '/oidc',
+};
+
+/** The base URL of every bind point serving each of `bindings`, from the listener configuration. */
+export function apiAddressesOf(
+  web: readonly ListenerConfig[],
+  bindings: readonly ApiBinding[] = ['edge-client', 'edge-management'],
+): ApiAddresses {
+  const out: ApiAddresses = {};
+  for (const binding of bindings) {
+    const urls = web
+      .filter((l) => l.apis.some((a) => a.binding === binding))
+      .flatMap((l) => l.bindPoints.map((b) => ({ url: `https://${b.address}${API_PATHS[binding]}`, version: 'v1' })));
+    if (urls.length > 0) out[binding] = urls;
+  }
+  return out;
+}
+
+/** Both Edge APIs at one address: the default listener's shape. */
+function edgeApisAt(address: string): ApiAddresses {
+  const bindPoints = [{ interface: address, address }];
+  const apis = [
+    { binding: 'edge-client' as const, options: {} },
+    { binding: 'edge-management' as const, options: {} },
+  ];
+  return apiAddressesOf([{ name: 'self', bindPoints, apis }]);
+}
+
+export interface ControllerSelf {
+  name: string;
+  address: string;
+  certPem: string;
+  /** What this controller serves where; without it, both Edge APIs at `address`. */
+  apiAddresses?: ApiAddresses;
+}
+
+/** controller_state key of this controller's id: made once, kept across restarts and new certificates. */
+export const CONTROLLER_ID_KEY = 'controller-id';
+
+/** This controller's id, or undefined before it first registered. */
+export async function controllerIdOf(ex: Executor, resources: Resources): Promise<string | undefined> {
+  const row = await ex.selectFrom('controller_state').select('value').where('key', '=', CONTROLLER_ID_KEY).executeTakeFirst();
+  if (!row) return undefined;
+  const value = resources.store.dialect.fromDb('json', row.value);
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+async function ensureControllerId(ctx: WriteContext): Promise<string> {
+  const existing = await controllerIdOf(ctx.tx, ctx.resources);
+  if (existing) return existing;
+  const id = newId();
+  const value = ctx.resources.store.dialect.toDb('json', id);
+  await ctx.tx.deleteFrom('controller_state').where('key', '=', CONTROLLER_ID_KEY).execute();
+  await ctx.tx.insertInto('controller_state').values({ key: CONTROLLER_ID_KEY, value, updated_at: ctx.now }).execute();
+  return id;
 }
 
 /** Records this controller in the controllers list at start (and marks it online). */
-export async function registerController(ctx: WriteContext, self: { name: string; address: string; certPem: string }): Promise<void> {
-  void ctx;
-  void self;
+export async function registerController(ctx: WriteContext, self: ControllerSelf): Promise<void> {
+  const id = await ensureControllerId(ctx);
+  const repo = ctx.resources.get('controllers').repo;
+  const prev = await repo.get(ctx.tx, id);
+  // Names are unique: should another record hold this one, ours says which controller it is.
+  const taken = await ctx.tx
+    .selectFrom('controllers')
+    .select('id')
+    .where('name', '=', self.name)
+    .where('id', '!=', id)
+    .executeTakeFirst();
+  const values = {
+    name: taken ? `${self.name} (${id})` : self.name,
+    address: self.address,
+    ctrlAddress: self.address,
+    certPem: self.certPem,
+    fingerprint: fingerprintOfPem(self.certPem),
+    isOnline: true,
+    lastJoinedAt: ctx.now,
+    apiAddresses: self.apiAddresses ?? edgeApisAt(self.address),
+    updatedAt: ctx.now,
+  };
+  const entity = prev ? { ...prev, ...values } : { id, createdAt: ctx.now, tags: {}, ...values };
+  if (prev) await repo.update(ctx.tx, id, values);
+  else await repo.insert(ctx.tx, entity);
+  ctx.changed({ collection: 'controllers', kind: prev ? 'update' : 'create', id, entity });
+}
+
+/** Marks this controller offline in the controllers list (a clean stop). */
+export async function markControllerOffline(resources: Resources): Promise<void> {
+  await resources.write(async (ctx) => {
+    const id = await controllerIdOf(ctx.tx, resources);
+    if (!id) return;
+    const repo = resources.get('controllers').repo;
+    const prev = await repo.get(ctx.tx, id);
+    if (!prev) return;
+    const values = { isOnline: false, updatedAt: ctx.now };
+    await repo.update(ctx.tx, id, values);
+    ctx.changed({ collection: 'controllers', kind: 'update', id, entity: { ...prev, ...values } });
+  });
+}
+
+// ---- resource counts -------------------------------------------------------------------------
+
+/**
+ * Records per collection, keyed by collection name, in one statement; collections sharing a table
+ * (routers and transit-routers) share its count.
+ */
+export async function countRecords(ex: Executor, resources: Resources): Promise<Record<string, number>> {
+  const services = [...resources.all()].sort((a, b) => a.def.name.localeCompare(b.def.name));
+  const tables = [...new Set(services.map((s) => s.def.table))];
+  if (tables.length === 0) return {};
+  const parts = tables.map((t) => sql`select ${t} as t, count(*) as n from ${sql.table(t)}`);
+  const { rows } = await sql<{ t: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(ex);
+  const byTable = new Map(rows.map((row) => [row.t, Number(row.n)]));
+  return Object.fromEntries(services.map((s) => [s.def.name, byTable.get(s.def.table) ?? 0]));
 }

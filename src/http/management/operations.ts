@@ -1,8 +1,74 @@
-// Management routes of the operations area beyond the generic resource routes.
+// Management routes of the operations area: revocations, controller settings (with the effective
+// setting of a controller), the controllers list and the resource counts.
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { builtInControllerSettings, countRecords, effectiveControllerSetting, revoke } from '../../domain/operations.js';
+import { createSchema, LinksSchema } from '../../resources/kit.js';
+import { envelope } from '../envelope.js';
+import { routeAuth } from '../auth-requirements.js';
+import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+
+const UriList = Type.Array(Type.String());
+
+const EffectiveSettingSchema = Type.Object({
+  _links: LinksSchema,
+  id: Type.String(),
+  controllerId: Type.String(),
+  oidc: Type.Object({ redirectUris: UriList, postLogoutUris: UriList }, { additionalProperties: true }),
+  sources: Type.Array(Type.String(), { description: 'the layers merged, in order: built-in, global, the controller id' }),
+});
+
+const CreatedSchema = dataEnvelopeSchema(Type.Object({ id: Type.String(), _links: LinksSchema }));
+
+const SummarySchema = Type.Record(Type.String(), Type.Integer(), {
+  description: 'collection name → number of records',
+});
 
 export function operationsRoutes(app: FastifyInstance, core: Core): void {
-  void app;
-  void core;
+  const flavor = core.store.dialect.flavor;
+  const r = core.resources;
+  const settings = r.get('controller-settings');
+  // Revocations: the generic list and detail; create also renews (see revoke).
+  const revocations = r.get('revocations');
+  registerResourceRoutes(app, revocations, flavor, { operations: ['list', 'get'] });
+  app.post('/revocations', {
+    config: { auth: routeAuth(revocations.def.permission, 'create') },
+    schema: {
+      operationId: 'createRevocation',
+      tags: [revocations.def.name],
+      body: createSchema(revocations.def),
+      response: { 201: CreatedSchema },
+    },
+    handler: async (request, reply) => {
+      const entity = await revoke(r, core.config.edge.oidc, request.body as Record<string, unknown>, actorOf(request));
+      void reply.code(201);
+      return envelope({ id: entity.id, _links: { self: { href: `./${revocations.def.name}/${entity.id}` } } });
+    },
+  });
+  registerResourceRoutes(app, settings, flavor);
+  registerResourceRoutes(app, r.get('controllers'), flavor);
+
+  const builtIn = builtInControllerSettings(core.config.web);
+  app.get('/controller-settings/:id/effective', {
+    config: { auth: routeAuth(settings.def.permission, 'read') },
+    schema: {
+      operationId: 'detailControllerSettingEffective',
+      tags: [settings.def.name],
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(EffectiveSettingSchema) },
+    },
+    handler: async (request) =>
+      envelope(await effectiveControllerSetting(core.store.db, r, builtIn, (request.params as { id: string }).id)),
+  });
+
+  app.get('/summary', {
+    config: { auth: routeAuth(null, 'read') },
+    schema: {
+      operationId: 'listSummary',
+      tags: ['informational'],
+      response: { 200: dataEnvelopeSchema(SummarySchema) },
+    },
+    handler: async () => envelope(await countRecords(core.store.db, r)),
+  });
 }

@@ -1,0 +1,29 @@
+// The controllers list of the Edge Client API: any authenticated caller may learn which controllers
+// serve the network (SDKs use it to find the others).
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../app/core.js';
+import { readSchema } from '../../resources/kit.js';
+import { SESSION } from '../auth-requirements.js';
+import { envelope } from '../envelope.js';
+import { listMeta, parseList } from '../list.js';
+import { dataEnvelopeSchema, ListQuerySchema } from '../resource-routes.js';
+
+export function clientControllersRoutes(app: FastifyInstance, core: Core): void {
+  const controllers = core.resources.get('controllers');
+  const flavor = core.store.dialect.flavor;
+  app.get('/controllers', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listControllers',
+      tags: [controllers.def.name],
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(controllers.def))) },
+    },
+    handler: async (request) => {
+      const list = parseList(request.query as Record<string, unknown>, controllers.filter, flavor);
+      const { items, total } = await controllers.list(list.query);
+      return envelope(items, listMeta(list, total, controllers.filter));
+    },
+  });
+}
