@@ -15,6 +15,17 @@ declare module 'autocannon' {
     sampleInt?: number;
     /** Seconds before a request counts as timed out. */
     timeout?: number;
+    /** Requests made in turn; setupRequest may change each one, onResponse sees each answer. */
+    requests?: RequestSpec[];
+  }
+
+  export interface RequestSpec {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    setupRequest?: (request: Record<string, unknown>, context: Record<string, unknown>) => Record<string, unknown>;
+    onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
   }
 
   export interface Histogram {

@@ -17,6 +17,12 @@
 // two halves run in mirrored order (baseline, A, B, ... then ..., B, A, baseline), so a steady drift
 // of the machine (JIT, caches, a neighbour's load) weighs the same on every endpoint.
 //
+// The refresh grant is also measured on a peer provider, oidc-provider with its in-memory adapter,
+// started as its own process (bench/peer-server.js) on the same machine with the controller's server
+// certificate; `baseline: 'peer'` scenarios report their ratio to it. Refresh tokens rotate, so those
+// scenarios follow token chains (each answer gives the next request's token) and get fresh chains
+// before every run.
+//
 // The ratio is reported, not enforced: the exit status is 0 whatever the ratios, and non-zero when a
 // request failed (connection error, timeout or a status other than 2xx), because then the figures
 // measure the failure. Results are also written to bench/data/latest.json.
@@ -35,6 +41,7 @@ import { hashPassword } from '../src/auth/passwords.js';
 import { baseline, scenarios, type BenchContext, type Response, type Scenario } from './scenarios.js';
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./server.js', import.meta.url));
+const PEER_SCRIPT = fileURLToPath(new URL('./peer-server.js', import.meta.url));
 /** run.js lives in dist/bench/. */
 const RESULTS_FILE = fileURLToPath(new URL('../../bench/data/latest.json', import.meta.url));
 const WARMUP_SECONDS = 2;
@@ -65,11 +72,21 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings {
 // the server under test
 
 async function startServer(dataDir: string, admin: BenchContext['admin']): Promise<{ child: ChildProcess; url: string }> {
+  return startProcess(SERVER_SCRIPT, ['--data-dir', dataDir], { OVERLAY_ADMIN_USERNAME: admin.username, OVERLAY_ADMIN_PASSWORD: admin.password });
+}
+
+/** The peer provider, serving with the controller's server certificate. */
+function startPeer(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
+  return startProcess(PEER_SCRIPT, ['--pki-dir', join(dataDir, 'pki')], {});
+}
+
+/** Starts a server script; answers once it printed {"ready":true,"url":...}. */
+async function startProcess(script: string, args: string[], extraEnv: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('OVERLAY_')) env[key] = value;
-  const child = spawn(process.execPath, [SERVER_SCRIPT, '--data-dir', dataDir], {
+  const child = spawn(process.execPath, [script, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...env, OVERLAY_ADMIN_USERNAME: admin.username, OVERLAY_ADMIN_PASSWORD: admin.password },
+    env: { ...env, ...extraEnv },
   });
   const lines = createInterface({ input: child.stdout! });
   try {
@@ -154,11 +171,25 @@ interface Segment {
 }
 
 async function drive(url: string, scenario: Scenario, seconds: number, connections: number, record: boolean): Promise<Segment> {
+  const dynamic = scenario.dynamic;
   const instance = autocannon({
     url: url + scenario.path,
     method: scenario.method,
     ...(scenario.headers ? { headers: scenario.headers } : {}),
     ...(scenario.body !== undefined ? { body: scenario.body } : {}),
+    ...(dynamic
+      ? {
+          requests: [
+            {
+              method: scenario.method,
+              path: scenario.path,
+              ...(scenario.headers ? { headers: scenario.headers } : {}),
+              setupRequest: (req: Record<string, unknown>) => ({ ...req, body: dynamic.body() }),
+              onResponse: (status: number, body: string) => dynamic.answered(status, body),
+            },
+          ],
+        }
+      : {}),
     connections,
     pipelining: PIPELINING,
     duration: seconds,
@@ -216,6 +247,8 @@ interface EndpointResult {
   p50Ms: number;
   p99Ms: number;
   ratio: number;
+  /** What the ratio is taken against. */
+  against: string;
   target: number | null;
   pass: boolean | null;
   segmentsRequestsPerSecond: number[];
@@ -223,7 +256,7 @@ interface EndpointResult {
   statusCodes: Record<string, number>;
 }
 
-function summarise(scenario: Scenario, segments: Segment[], warmup: Segment): Omit<EndpointResult, 'ratio' | 'target' | 'pass'> {
+function summarise(scenario: Scenario, segments: Segment[], warmup: Segment): Omit<EndpointResult, 'ratio' | 'against' | 'target' | 'pass'> {
   const requests = segments.reduce((n, s) => n + s.requests, 0);
   const seconds = segments.reduce((n, s) => n + s.seconds, 0);
   const latencies = segments.flatMap((s) => s.latencies).sort((a, b) => a - b);
@@ -245,13 +278,14 @@ function summarise(scenario: Scenario, segments: Segment[], warmup: Segment): Om
 }
 
 function table(results: EndpointResult[]): string {
-  const head = ['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'result'];
+  const head = ['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'vs', 'target', 'result'];
   const rows = results.map((r) => [
-    `${r.method} ${r.path}`,
+    `${r.name}: ${r.method} ${r.path}`,
     r.requestsPerSecond.toFixed(0),
     r.p50Ms.toFixed(2),
     r.p99Ms.toFixed(2),
     r.ratio.toFixed(2),
+    r.against,
     r.target === null ? '-' : `>= ${r.target}`,
     r.pass === null ? '-' : r.pass ? 'PASS' : 'BELOW',
   ]);
@@ -267,8 +301,10 @@ async function main(): Promise<number> {
   const { duration, connections } = settings(process.argv.slice(2), process.env);
   const dataDir = mkdtempSync(join(tmpdir(), 'overlay-bench-'));
   let child: ChildProcess | undefined;
+  let peer: ChildProcess | undefined;
   const onSignal = (): void => {
     if (child) child.kill('SIGTERM');
+    if (peer) peer.kill('SIGTERM');
     rmSync(dataDir, { recursive: true, force: true });
     process.exit(130);
   };
@@ -280,33 +316,53 @@ async function main(): Promise<number> {
     const server = await startServer(dataDir, admin);
     child = server.child;
     const ca = ['root-ca.cert.pem', 'signing-ca.cert.pem'].map((f) => readFileSync(join(dataDir, 'pki', f), 'utf8'));
-    const ctx: BenchContext = { url: server.url, admin, request: verifiedRequest(new URL(server.url), ca) };
+    const peerServer = scenarios.some((s) => s.server === 'peer') ? await startPeer(dataDir) : undefined;
+    peer = peerServer?.child;
+    const ctx: BenchContext = {
+      url: server.url,
+      admin,
+      request: verifiedRequest(new URL(server.url), ca),
+      peer: {
+        url: peerServer?.url ?? '',
+        request: peerServer ? verifiedRequest(new URL(peerServer.url), ca) : () => Promise.reject(new Error('no peer server')),
+      },
+    };
     const endpoints = [baseline, ...scenarios];
+    const urlOf = (s: Scenario): string => (s.server === 'peer' ? ctx.peer.url : server.url);
+    const requestOf = (s: Scenario): BenchContext['request'] => (s.server === 'peer' ? ctx.peer.request : ctx.request);
 
     // Set up, then one request per endpoint over verified TLS: the listener presents a chain to the
     // controller's CA, and every endpoint answers 2xx before it is measured.
     for (const scenario of endpoints) await scenario.setup?.(ctx, scenario);
     for (const s of endpoints) {
-      const res = await ctx.request(s.method, s.path, {
+      await s.dynamic?.prepare(ctx, 1);
+      const body = s.dynamic ? s.dynamic.body() : s.body;
+      const res = await requestOf(s)(s.method, s.path, {
         ...(s.headers ? { headers: s.headers } : {}),
-        ...(s.body !== undefined ? { body: s.body } : {}),
+        ...(body !== undefined ? { body } : {}),
       });
+      s.dynamic?.answered(res.status, res.body);
       if (res.status < 200 || res.status > 299) {
-        throw new Error(`${s.method} ${s.path} answered ${res.status} before the run: ${res.body.slice(0, 500)}`);
+        throw new Error(`${s.method} ${urlOf(s)}${s.path} answered ${res.status} before the run: ${res.body.slice(0, 500)}`);
       }
     }
 
     process.stdout.write(
-      `overlay bench: ${server.url}, node ${process.version}, ${cpus().length} CPUs, ${connections} connections, ` +
-        `pipelining ${PIPELINING}, warm-up ${WARMUP_SECONDS} s, measured ${duration} s per endpoint\n`,
+      `overlay bench: ${server.url}${peerServer ? ` (peer oidc-provider: ${peerServer.url})` : ''}, node ${process.version}, ` +
+        `${cpus().length} CPUs, ${connections} connections, pipelining ${PIPELINING}, warm-up ${WARMUP_SECONDS} s, ` +
+        `measured ${duration} s per endpoint\n`,
     );
 
+    const run = async (s: Scenario, seconds: number, record: boolean): Promise<Segment> => {
+      await s.dynamic?.prepare(ctx, connections);
+      return drive(urlOf(s), s, seconds, connections, record);
+    };
     const warmups = new Map<Scenario, Segment>();
-    for (const s of endpoints) warmups.set(s, await drive(server.url, s, WARMUP_SECONDS, connections, false));
+    for (const s of endpoints) warmups.set(s, await run(s, WARMUP_SECONDS, false));
 
     const argon2: Scenario = { name: 'argon2id verify', method: 'POST', path: '(in process, no HTTP)', target: 1 };
     const measure = (s: Scenario, seconds: number, record: boolean) =>
-      s === argon2 ? argon2Rate(seconds, connections) : drive(server.url, s, seconds, connections, record);
+      s === argon2 ? argon2Rate(seconds, connections) : run(s, seconds, record);
     const measured = scenarios.some((s) => s.baseline === 'argon2') ? [...endpoints, argon2] : endpoints;
     warmups.set(argon2, await argon2Rate(1, connections));
 
@@ -315,14 +371,21 @@ async function main(): Promise<number> {
       for (const s of round) segments.get(s)!.push(await measure(s, duration / 2, true));
     }
 
+    const peerScenario = measured.find((s) => s.isPeer);
     const bases = new Map<Scenario, ReturnType<typeof summarise>>(
-      [baseline, argon2].filter((b) => segments.has(b)).map((b) => [b, summarise(b, segments.get(b)!, warmups.get(b)!)]),
+      [baseline, argon2, ...(peerScenario ? [peerScenario] : [])]
+        .filter((b) => segments.has(b))
+        .map((b) => [b, summarise(b, segments.get(b)!, warmups.get(b)!)]),
     );
+    const baseOf = (s: Scenario): Scenario => (s.baseline === 'argon2' ? argon2 : s.baseline === 'peer' && peerScenario ? peerScenario : baseline);
     const results: EndpointResult[] = measured.map((s) => {
       const r = summarise(s, segments.get(s)!, warmups.get(s)!);
-      if (s === baseline || s === argon2) return { ...r, ratio: 1, target: null, pass: null };
-      const ratio = r.requestsPerSecond / bases.get(s.baseline === 'argon2' ? argon2 : baseline)!.requestsPerSecond;
-      return { ...r, ratio, target: s.target, pass: ratio >= s.target };
+      if (s === baseline || s === argon2) return { ...r, ratio: 1, against: '-', target: null, pass: null };
+      const base = baseOf(s);
+      const ratio = r.requestsPerSecond / bases.get(base)!.requestsPerSecond;
+      // The peer is reported beside the baseline route, with no target of its own.
+      if (s.isPeer) return { ...r, ratio, against: base.name, target: null, pass: null };
+      return { ...r, ratio, against: base.name, target: s.target, pass: ratio >= s.target };
     });
 
     process.stdout.write(`\n${table(results)}\n\n`);
@@ -356,6 +419,7 @@ async function main(): Promise<number> {
     }
     return failed.length === 0 ? 0 : 1;
   } finally {
+    if (peer) await stopServer(peer);
     if (child) await stopServer(child);
     rmSync(dataDir, { recursive: true, force: true });
     process.off('SIGINT', onSignal);

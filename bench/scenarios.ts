@@ -1,6 +1,8 @@
 // What `npm run bench` measures. Each scenario is one request, repeated over keep-alive connections
 // and compared with the baseline route served by the same TLS listener. To add an endpoint, add a
 // scenario; a `setup` runs once before the warm-up and may log in and set headers on the scenario.
+// A scenario whose request changes with every answer (a refresh token chain) sets `dynamic`.
+import { createHash, randomBytes } from 'node:crypto';
 
 export interface Response {
   status: number;
@@ -15,6 +17,18 @@ export interface BenchContext {
   admin: { username: string; password: string };
   /** One request over TLS verified against the controller's CAs. */
   request(method: string, path: string, options?: { headers?: Record<string, string>; body?: string }): Promise<Response>;
+  /** The peer provider (oidc-provider) the refresh grant is compared with, on the same machine. */
+  peer: { url: string; request: BenchContext['request'] };
+}
+
+/** A request whose body comes from the previous answer (each connection follows a token chain). */
+export interface DynamicRequests {
+  /** Runs before every autocannon run: requests in flight when a run stops are lost with their chain. */
+  prepare(ctx: BenchContext, connections: number): Promise<void>;
+  /** The body of the next request. */
+  body(): string;
+  /** An answer arrived. */
+  answered(status: number, body: string): void;
 }
 
 export interface Scenario {
@@ -27,10 +41,16 @@ export interface Scenario {
   /** Lowest acceptable ratio of the scenario's requests/s to the baseline's. */
   target: number;
   /**
-   * What the ratio is taken against: the constant route (default), or the raw Argon2id verify rate
-   * measured in the same run (for password logins, where the hash should be the whole cost).
+   * What the ratio is taken against: the constant route (default), the raw Argon2id verify rate
+   * measured in the same run (for password logins, where the hash should be the whole cost), or the
+   * peer scenario (the same operation on another implementation, measured in the same run).
    */
-  baseline?: 'route' | 'argon2';
+  baseline?: 'route' | 'argon2' | 'peer';
+  /** Which server answers: the controller (default) or the peer provider. */
+  server?: 'controller' | 'peer';
+  /** The peer measurement `baseline: 'peer'` scenarios are compared with (one per run). */
+  isPeer?: boolean;
+  dynamic?: DynamicRequests;
 }
 
 /** A constant answer registered at the root of the listener by bench/server.ts. */
@@ -48,6 +68,76 @@ async function login(ctx: BenchContext): Promise<string> {
   return token;
 }
 
+// ---- OIDC -------------------------------------------------------------------------------------
+
+const REDIRECT_URI = 'http://127.0.0.1:9/callback';
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+function refreshBody(token: string): string {
+  return new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token, client_id: 'overlay' }).toString();
+}
+
+/** The code flow with PKCE as the admin, over verified TLS; answers the token response. */
+async function oidcLogin(ctx: BenchContext, scope: string): Promise<{ access_token: string; refresh_token?: string }> {
+  const verifier = randomBytes(32).toString('base64url');
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'overlay',
+    redirect_uri: REDIRECT_URI,
+    scope,
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    state: 'bench',
+  });
+  const started = await ctx.request('GET', `/oidc/authorization?${query}`);
+  const id = new URL(String(started.headers.location), ctx.url).searchParams.get('authRequestID');
+  if (started.status !== 302 || !id) throw new Error(`authorization failed: ${started.status} ${started.body}`);
+  const login = await ctx.request('POST', '/oidc/login/password', {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ authRequestId: id, ...ctx.admin }),
+  });
+  const code = login.status === 302 ? new URL(String(login.headers.location)).searchParams.get('code') : null;
+  if (!code) throw new Error(`OIDC login failed: ${login.status} ${login.body}`);
+  const token = await ctx.request('POST', '/oidc/token', {
+    headers: FORM,
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier }).toString(),
+  });
+  if (token.status !== 200) throw new Error(`token exchange failed: ${token.status} ${token.body}`);
+  return JSON.parse(token.body) as { access_token: string; refresh_token?: string };
+}
+
+/**
+ * Refresh-token chains: each request takes the current token of a chain, each answer puts its
+ * successor back. Rotation makes every token single use, so before each run fresh chains replace
+ * whatever a stopped run left in flight.
+ */
+function refreshChains(mint: (ctx: BenchContext, n: number) => Promise<string[]>): DynamicRequests {
+  let pool: string[] = [];
+  return {
+    async prepare(ctx, connections) {
+      pool = await mint(ctx, connections);
+    },
+    // An empty pool means a chain broke (a failed answer): the request that follows fails visibly.
+    body: () => refreshBody(pool.pop() ?? 'no-chain-left'),
+    answered(status, body) {
+      if (status !== 200) return;
+      const next = (JSON.parse(body) as { refresh_token?: string }).refresh_token;
+      if (next) pool.push(next);
+    },
+  };
+}
+
+async function mintOurs(ctx: BenchContext, n: number): Promise<string[]> {
+  const tokens = await Promise.all(Array.from({ length: n }, () => oidcLogin(ctx, 'openid offline_access')));
+  return tokens.map((t) => t.refresh_token!);
+}
+
+async function mintPeer(ctx: BenchContext, n: number): Promise<string[]> {
+  const res = await ctx.peer.request('POST', `/bench/mint?n=${n}`);
+  if (res.status !== 200) throw new Error(`the peer could not mint refresh tokens: ${res.status} ${res.body}`);
+  return (JSON.parse(res.body) as { tokens: string[] }).tokens;
+}
+
 export const scenarios: Scenario[] = [
   { name: 'client version', method: 'GET', path: '/edge/client/v1/version', target: 0.8 },
   {
@@ -58,6 +148,34 @@ export const scenarios: Scenario[] = [
     async setup(ctx, scenario) {
       scenario.headers = { 'overlay-session': await login(ctx) };
     },
+  },
+  {
+    name: 'current identity (OIDC bearer)',
+    method: 'GET',
+    path: '/edge/client/v1/current-identity',
+    target: 0.6,
+    async setup(ctx, scenario) {
+      scenario.headers = { authorization: `Bearer ${(await oidcLogin(ctx, 'openid')).access_token}` };
+    },
+  },
+  {
+    name: 'refresh grant (overlay)',
+    method: 'POST',
+    path: '/oidc/token',
+    headers: FORM,
+    target: 1,
+    baseline: 'peer',
+    dynamic: refreshChains(mintOurs),
+  },
+  {
+    name: 'refresh grant (oidc-provider)',
+    method: 'POST',
+    path: '/token',
+    headers: FORM,
+    target: 0,
+    server: 'peer',
+    isPeer: true,
+    dynamic: refreshChains(mintPeer),
   },
   {
     name: 'authenticate',

@@ -17,8 +17,10 @@ import { SERVED_BINDINGS } from '../http/info.js';
 import { ApiSessions } from '../auth/api-sessions.js';
 import { IdentityDirectory } from '../auth/identity-directory.js';
 import { FailureThrottle } from '../auth/throttle.js';
+import { Revocations } from '../auth/revocations.js';
+import { OidcProvider } from '../oidc/provider.js';
 import { seed } from '../domain/seed.js';
-import { registerController } from '../domain/operations.js';
+import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
 import { Repository } from '../store/repository.js';
 import { apiSessions as apiSessionsDef } from '../resources/api-sessions.js';
@@ -119,12 +121,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       (change) => resources.changes.emit(change),
     );
     const identities = new IdentityDirectory(store, new Repository(identitiesDef, store.dialect), clock);
-    registerResources(resources, { sessions, identities, clock });
+    registerResources(resources, { sessions, identities, clock, tokenLifetimes: config.edge.oidc });
     await seed(resources, {
       dataDir: config.dataDir,
       admin: config.admin,
       announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
     });
+    const revocations = new Revocations(clock);
+    await revocations.start(resources);
+    const oidc = await OidcProvider.open({ config, clock, log, store, resources, sessions, identities, revocations });
+    await oidc.start();
     const core: Core = {
       config,
       clock,
@@ -137,6 +143,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       identities,
       identityAnswers: new IdentityAnswers(resources),
       loginThrottle: new FailureThrottle(clock),
+      revocations,
+      oidc,
       capabilities: () =>
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']
@@ -144,7 +152,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     };
 
     const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';
-    await resources.write((ctx) => registerController(ctx, { name: self, address: self, certPem: pki.serverCertPem }));
+    const apiAddresses = apiAddressesOf(config.web, SERVED_BINDINGS);
+    await resources.write((ctx) => registerController(ctx, { name: self, address: self, certPem: pki.serverCertPem, apiAddresses }));
 
     const servers: RunningServer[] = [];
     for (const listener of config.web) {
@@ -172,7 +181,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       },
       async close() {
         await Promise.all(servers.map((s) => s.app.close()));
+        oidc.stop();
+        revocations.stop();
         await sessions.stop();
+        await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();
       },
     };

@@ -10,6 +10,8 @@ import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { FailureThrottle } from '../auth/throttle.js';
 import type { IdentityAnswers } from '../domain/identities.js';
+import type { Revocations } from '../auth/revocations.js';
+import type { OidcProvider } from '../oidc/provider.js';
 
 export interface Core {
   readonly config: Config;
@@ -23,6 +25,10 @@ export interface Core {
   readonly identities: IdentityDirectory;
   readonly identityAnswers: IdentityAnswers;
   readonly loginThrottle: FailureThrottle;
+  /** Revoked tokens, API sessions and identities, in memory. */
+  readonly revocations: Revocations;
+  /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */
+  readonly oidc: OidcProvider;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
 }

@@ -9,6 +9,7 @@ import { validatorCompiler } from '../http/validation.js';
 import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
 import { clientRoutes } from '../http/client/index.js';
 import { managementRoutes } from '../http/management/index.js';
+import { registerOidcApi } from '../http/oidc/index.js';
 import type { Core } from './core.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -71,6 +72,8 @@ export async function buildServer(
         address: bindPoint.address,
         routes: EDGE_ROUTES[api.binding],
       });
+    } else if (api.binding === 'edge-oidc') {
+      await registerOidcApi(app, { core, listener, bindPoint, redirectURIs: api.options.redirectURIs ?? [] });
     }
   }
   options.extraRoutes?.(app);

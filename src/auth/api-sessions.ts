@@ -35,6 +35,8 @@ export type NewApiSession = Pick<
 export class ApiSessions {
   private readonly byHash = new Map<string, ApiSession>();
   private readonly byId = new Map<string, ApiSession>();
+  /** Sessions something else keeps alive past their idle timeout (an OIDC refresh grant), id → until. */
+  private readonly holds = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -48,7 +50,21 @@ export class ApiSessions {
   ) {}
 
   expiresAt(s: ApiSession): number {
-    return s.lastActivityAt + this.timeout;
+    const idle = s.lastActivityAt + this.timeout;
+    const held = this.holds.get(s.id);
+    return held !== undefined && held > idle ? held : idle;
+  }
+
+  /**
+   * Keeps a session alive until `until` whatever its activity: an OIDC session lives as long as its
+   * refresh grant. Held in memory only; the holder repeats it after a restart.
+   */
+  hold(id: string, until: number): void {
+    this.holds.set(id, until);
+  }
+
+  release(id: string): void {
+    this.holds.delete(id);
   }
 
   /** Creates a session; answers it with the one-time visible token. */
@@ -123,6 +139,17 @@ export class ApiSessions {
       .execute();
   }
 
+  /** The session with this id from memory, else from the store; undefined when there is none. */
+  async load(id: string): Promise<ApiSession | undefined> {
+    const cached = this.byId.get(id);
+    if (cached) return cached;
+    const row = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) return undefined;
+    const session = this.fromEntity(this.repo.fromRow(row as Record<string, unknown>));
+    this.remember(session);
+    return session;
+  }
+
   /** Cached state of a session by id (the stored row may be older). */
   cached(id: string): ApiSession | undefined {
     return this.byId.get(id);
@@ -142,6 +169,7 @@ export class ApiSessions {
     if (!s) return;
     this.byId.delete(id);
     this.byHash.delete(s.tokenHash);
+    this.holds.delete(id);
   }
 
   forgetIdentity(identityId: string): void {
@@ -168,14 +196,19 @@ export class ApiSessions {
   /** Removes expired sessions from memory and the store. */
   async sweep(): Promise<number> {
     await this.flush();
-    const cutoff = iso(this.clock() - this.timeout);
-    const expired = await this.store.db
+    const now = this.clock();
+    const cutoff = iso(now - this.timeout);
+    const idle = await this.store.db
       .selectFrom(this.repo.table)
       .select(['id', 'identity_id'])
       .where('last_activity_at', '<=', cutoff)
       .execute();
+    const expired = idle.filter(({ id }) => !((this.holds.get(id as string) ?? 0) > now));
     if (expired.length === 0) return 0;
-    await this.store.db.deleteFrom(this.repo.table).where('last_activity_at', '<=', cutoff).execute();
+    for (let i = 0; i < expired.length; i += 500) {
+      const ids = expired.slice(i, i + 500).map(({ id }) => id as string);
+      await this.store.db.deleteFrom(this.repo.table).where('id', 'in', ids).where('last_activity_at', '<=', cutoff).execute();
+    }
     for (const { id, identity_id } of expired) {
       this.forget(id as string);
       this.onChange({ collection: 'api-sessions', kind: 'delete', id: id as string, entity: { identityId: identity_id } });

@@ -1,11 +1,13 @@
-// Primary authentication of the legacy API (POST /authenticate): password, client certificate and
-// external JWT, under the identity's auth policy, with lockout and throttling.
+// Primary authentication: password, client certificate and external JWT, under the identity's auth
+// policy, with lockout and throttling. The legacy API (POST /authenticate) opens an API session with
+// it; the OIDC login endpoints run the same check and then the authorization request's next step.
 import type { X509Certificate } from 'node:crypto';
 import { fingerprintOfCertificate } from '../pki/index.js';
 import { ApiError } from '../errors.js';
 import { iso } from '../clock.js';
 import type { Core } from '../app/core.js';
 import { policyRules } from '../domain/auth-policies.js';
+import type { AuthPolicyRules } from '../resources/auth-policies.js';
 import { disableIdentity } from '../domain/identities.js';
 import type { Entity } from '../store/repository.js';
 import type { ApiSession } from './api-sessions.js';
@@ -26,6 +28,16 @@ export interface LoginRequest {
   sdkInfo?: Record<string, string>;
 }
 
+/** The credentials of a primary login, whatever opens the session afterwards. */
+export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'ipAddress'>;
+
+export interface PrimaryAuthentication {
+  identity: Entity;
+  authenticator: Entity;
+  /** The rules of the identity's auth policy, as checked. */
+  rules: AuthPolicyRules;
+}
+
 export interface LoginResult {
   session: ApiSession;
   token: string;
@@ -37,6 +49,15 @@ function invalidAuth(message = 'the credentials are not valid'): ApiError {
 }
 
 export async function login(core: Core, req: LoginRequest): Promise<LoginResult> {
+  return openSession(core, req, await authenticatePrimary(core, req));
+}
+
+/**
+ * Checks primary credentials: throttled per client address and username (429 with Retry-After),
+ * failures counted; answers the identity, its authenticator and its policy rules, or throws
+ * INVALID_AUTH.
+ */
+export async function authenticatePrimary(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
   const retryAfter = Math.max(...keys.map((k) => core.loginThrottle.retryAfter(k)));
   if (retryAfter > 0) {
@@ -45,16 +66,14 @@ export async function login(core: Core, req: LoginRequest): Promise<LoginResult>
     });
   }
   try {
-    const { identity, authenticator } =
-      req.method === 'password' ? await byPassword(core, req) : req.method === 'cert' ? await byCertificate(core, req) : await byExternalJwt();
-    return await openSession(core, req, identity, authenticator);
+    return req.method === 'password' ? await byPassword(core, req) : req.method === 'cert' ? await byCertificate(core, req) : await byExternalJwt();
   } catch (err) {
     if (err instanceof ApiError && err.code === 'INVALID_AUTH') for (const k of keys) core.loginThrottle.fail(k);
     throw err;
   }
 }
 
-async function byPassword(core: Core, req: LoginRequest): Promise<{ identity: Entity; authenticator: Entity }> {
+async function byPassword(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const authenticators = core.resources.get('authenticators').repo;
   const row = await core.store.db
     .selectFrom('authenticators')
@@ -83,10 +102,10 @@ async function byPassword(core: Core, req: LoginRequest): Promise<{ identity: En
   if ((authenticator.failedAttempts as number) > 0) changes.failedAttempts = 0;
   if (check.needsRehash) changes.passwordHash = await hashPassword(req.password ?? '');
   if (Object.keys(changes).length > 0) await authenticators.update(core.store.db, authenticator.id, changes);
-  return { identity, authenticator };
+  return { identity, authenticator, rules };
 }
 
-async function byCertificate(core: Core, req: LoginRequest): Promise<{ identity: Entity; authenticator: Entity }> {
+async function byCertificate(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const cert = req.peerCertificate;
   if (!cert) throw invalidAuth('no client certificate was presented');
   const fingerprint = fingerprintOfCertificate(cert);
@@ -106,7 +125,7 @@ async function byCertificate(core: Core, req: LoginRequest): Promise<{ identity:
   if (now > Date.parse(cert.validTo) && !rules.primary.cert.allowExpiredCerts) {
     throw invalidAuth('the client certificate has expired');
   }
-  return { identity, authenticator };
+  return { identity, authenticator, rules };
 }
 
 async function byExternalJwt(): Promise<never> {
@@ -122,8 +141,7 @@ async function usableIdentity(core: Core, authenticator: Entity): Promise<Entity
   return identity;
 }
 
-async function openSession(core: Core, req: LoginRequest, identity: Entity, authenticator: Entity): Promise<LoginResult> {
-  const rules = await policyRules(core.resources, core.store.db, identity.authPolicyId as string);
+async function openSession(core: Core, req: LoginRequest, { identity, authenticator, rules }: PrimaryAuthentication): Promise<LoginResult> {
   if (req.envInfo || req.sdkInfo) {
     await core.resources.get('identities').repo.update(core.store.db, identity.id, {
       ...(req.envInfo ? { envInfo: req.envInfo } : {}),

@@ -1,6 +1,9 @@
-// The one credential pipeline of both Edge APIs: resolve the caller, refuse disabled identities and
-// unfinished MFA, enforce the route's requirement, slide the session's expiry, and answer 401 with
-// the WWW-Authenticate challenges of behaviour.md §6.
+// The one credential pipeline of both Edge APIs: resolve the caller (legacy session token or OIDC
+// bearer access token), refuse disabled identities and unfinished MFA, enforce the route's
+// requirement, slide the session's expiry, and answer 401 with the WWW-Authenticate challenges of
+// behaviour.md §6.
+import { X509Certificate } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { ApiError } from '../errors.js';
 import { iso } from '../clock.js';
@@ -8,11 +11,15 @@ import { allows } from '../auth/permissions.js';
 import type { ApiSession } from '../auth/api-sessions.js';
 import type { IdentityState } from '../auth/identity-directory.js';
 import type { Core } from '../app/core.js';
+import { BearerError } from '../oidc/bearer.js';
+import type { AccessClaims } from '../oidc/tokens.js';
 import { SESSION } from './auth-requirements.js';
 
 export interface Principal {
   identity: IdentityState;
   session: ApiSession;
+  /** Present when the caller authenticated with an OIDC access token. */
+  bearer?: { claims: AccessClaims; expiresAt: number };
 }
 
 declare module 'fastify' {
@@ -52,16 +59,44 @@ export async function resolvePrincipal(core: Core, request: FastifyRequest): Pro
     }
     return { identity, session };
   }
-  if (typeof authorization === 'string' && /^bearer\s/i.test(authorization)) {
-    // No bearer token validates until the OIDC provider issues them.
-    throw unauthorized('the bearer token is invalid', CHALLENGE.bearerInvalid);
+  const bearer = bearerToken(authorization);
+  if (bearer !== undefined) {
+    try {
+      const { identity, session, claims, expiresAt } = await core.oidc.bearer.verify(bearer);
+      return { identity, session, bearer: { claims, expiresAt } };
+    } catch (err) {
+      if (!(err instanceof BearerError)) throw err;
+      throw unauthorized(`the bearer token is not accepted: ${err.message}`, err.kind === 'expired' ? CHALLENGE.bearerExpired : CHALLENGE.bearerInvalid);
+    }
   }
   throw unauthorized('no credential was provided', CHALLENGE.missing);
 }
 
-/** Writes the expiry headers of an authenticated answer. */
-export function expiryHeaders(core: Core, reply: FastifyReply, session: ApiSession): void {
-  const expiresAt = core.sessions.expiresAt(session);
+/** The token of an `Authorization: Bearer` header; '' when the scheme is Bearer but the token is absent. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (typeof authorization !== 'string' || !/^bearer(?:\s|$)/i.test(authorization)) return undefined;
+  return authorization.slice(6).trim();
+}
+
+/** The leaf certificate the client presented in the TLS handshake, if any. */
+export function peerCertificate(request: FastifyRequest): X509Certificate | undefined {
+  const socket = request.raw.socket as TLSSocket;
+  if (typeof socket.getPeerCertificate !== 'function') return undefined;
+  const peer = socket.getPeerCertificate();
+  if (!peer || !peer.raw) return undefined;
+  try {
+    return new X509Certificate(peer.raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes the expiry headers of an authenticated answer: the API session's expiry, or for a bearer
+ * caller the access token's (`tokenExpiresAt`, ms).
+ */
+export function expiryHeaders(core: Core, reply: FastifyReply, session: ApiSession, tokenExpiresAt?: number): void {
+  const expiresAt = tokenExpiresAt ?? core.sessions.expiresAt(session);
   reply.header('expiration-seconds', String(Math.max(0, Math.floor((expiresAt - core.clock()) / 1000))));
   reply.header('expires-at', iso(expiresAt));
 }
@@ -80,12 +115,14 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
     if (required.kind === 'admin' && !allows(identity, required.group, required.action)) {
       throw unauthorized(
         'the caller is not permitted this operation',
-        'overlay-session realm="overlay-session" error="invalid" error_description="not permitted"',
+        principal.bearer
+          ? 'Bearer realm="overlay-oidc" error="invalid" error_description="not permitted"'
+          : 'overlay-session realm="overlay-session" error="invalid" error_description="not permitted"',
       );
     }
     core.sessions.touch(session);
     request.principal = principal;
-    expiryHeaders(core, reply, session);
+    expiryHeaders(core, reply, session, principal.bearer?.expiresAt);
   };
 }
 

@@ -23,8 +23,8 @@ export const API_NAMES: Record<ApiBinding, string> = {
 /** Capabilities this controller knows, enabled or not. */
 export const CAPABILITIES = ['OIDC_AUTH', 'HA_CONTROLLER'] as const;
 
-/** Bindings this build serves; OIDC joins the list when its provider is mounted. */
-export const SERVED_BINDINGS: readonly ApiBinding[] = ['edge-client', 'edge-management'];
+/** Bindings this build serves. */
+export const SERVED_BINDINGS: readonly ApiBinding[] = ['edge-client', 'edge-management', 'edge-oidc'];
 
 export function versionRecord(core: Core): Record<string, unknown> {
   const apiVersions: Record<string, unknown> = {};

@@ -3,5 +3,7 @@ import type { StoreMigration } from '../store.js';
 import { m0001Base } from './0001-base.js';
 import { m0002Identities } from './0002-identities.js';
 import { m0003Network } from './0003-network.js';
+import { m0004Oidc } from './0004-oidc.js';
+import { m0005SystemIdentities } from './0005-system-identities.js';
 
-export const migrations: readonly StoreMigration[] = [m0001Base, m0002Identities, m0003Network];
+export const migrations: readonly StoreMigration[] = [m0001Base, m0002Identities, m0003Network, m0004Oidc, m0005SystemIdentities];

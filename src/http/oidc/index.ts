@@ -1,0 +1,332 @@
+// The OIDC API (endpoints.md, "OIDC API"), mounted on every listener that binds edge-oidc: discovery
+// at the root and under /oidc, authorization, the login endpoints driven by `authRequestId`,
+// auth-queries, token, keys, userinfo and end_session. Routes parse and render; src/oidc decides.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, fieldError } from '../../errors.js';
+import type { BindPoint, ListenerConfig } from '../../config/index.js';
+import type { Core } from '../../app/core.js';
+import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
+import { BearerError } from '../../oidc/bearer.js';
+import { OAuthError } from '../../oidc/errors.js';
+import type { AuthRequest } from '../../oidc/flow.js';
+import { OIDC_PATH } from '../../oidc/issuer.js';
+import { SCOPES_SUPPORTED, splitList } from '../../oidc/provider.js';
+import { RedirectPolicy, withQuery } from '../../oidc/redirects.js';
+import { CLIENT_ID } from '../../oidc/tokens.js';
+import { JWS_ALGORITHMS } from '../../oidc/jws.js';
+import { bearerToken, CHALLENGE, peerCertificate } from '../credentials.js';
+import { handleError, handleNotFound } from '../errors.js';
+import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
+import { loginPage } from './login-page.js';
+
+export interface OidcApiOptions {
+  core: Core;
+  listener: ListenerConfig;
+  bindPoint: BindPoint;
+  /** Redirect URI patterns configured on this listener's edge-oidc API. */
+  redirectURIs?: readonly string[];
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Errors of this route are RFC 6749 objects rather than the API error envelope. */
+    oauth?: boolean;
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+
+/** Login paths by method; `username` is an alias of `password`. */
+const LOGIN_PATHS: Record<LoginMethod, string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
+const METHOD_HINTS: Record<string, LoginMethod> = { password: 'password', username: 'password', updb: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
+
+const MISSING_BEARER = 'Bearer realm="overlay-oidc" error="missing" error_description="no matching token was provided"';
+
+export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOptions): Promise<void> {
+  const { core, bindPoint } = opts;
+  const redirects = new RedirectPolicy(opts.redirectURIs ?? []);
+  const issuerOf = (request: FastifyRequest): string => core.oidc.issuers.forHost(request.headers.host, bindPoint.address);
+
+  const discoveries = new Map<string, string>();
+  const discovery = (request: FastifyRequest, reply: FastifyReply) => {
+    const issuer = issuerOf(request);
+    let body = discoveries.get(issuer);
+    if (body === undefined) {
+      body = JSON.stringify(discoveryDocument(issuer));
+      // Host spellings (letter case) are many; the documents kept are few.
+      if (discoveries.size >= 64) discoveries.clear();
+      discoveries.set(issuer, body);
+    }
+    return reply.type(JSON_TYPE).header('cache-control', 'public, max-age=300').send(body);
+  };
+  server.get('/.well-known/openid-configuration', discovery);
+
+  await server.register(
+    async (app) => {
+      formParser(app);
+      app.setNotFoundHandler(handleNotFound);
+      app.setErrorHandler((err, request, reply) => {
+        let oauth = err instanceof OAuthError ? err : undefined;
+        // The token endpoint answers every client error as an OAuth error (a body it could not parse too).
+        if (!oauth && request.routeOptions.config?.oauth === true) {
+          const status = (err as { statusCode?: number }).statusCode ?? 500;
+          if (!(err instanceof ApiError) && status >= 400 && status < 500) oauth = new OAuthError('invalid_request', (err as Error).message);
+          if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') oauth = new OAuthError('invalid_request', err.message);
+        }
+        if (!oauth) return handleError(err, request, reply);
+        request.log.info({ error: oauth.error, status: oauth.status }, oauth.description);
+        if (oauth.headers) reply.headers(oauth.headers);
+        return reply.code(oauth.status).headers(NO_STORE).type(JSON_TYPE).send(oauth.body());
+      });
+
+      app.get('/.well-known/openid-configuration', discovery);
+
+      // ---- authorization ----------------------------------------------------------------------
+      const authorization = async (request: FastifyRequest, reply: FastifyReply) => {
+        const q = requestParams(request);
+        const hint = q.method;
+        if (hint !== undefined && METHOD_HINTS[hint] === undefined) {
+          throw new OAuthError('invalid_request', `method must be one of ${Object.keys(LOGIN_PATHS).join(', ')}`);
+        }
+        const authRequest = core.oidc.authorize(q, redirects);
+        const method: LoginMethod = hint !== undefined ? METHOD_HINTS[hint]! : peerCertificate(request) ? 'cert' : 'password';
+        return reply
+          .code(302)
+          .header('cache-control', 'no-store')
+          .header('location', `${OIDC_PATH}/login/${LOGIN_PATHS[method]}?authRequestID=${encodeURIComponent(authRequest.id)}`)
+          .send();
+      };
+      for (const url of ['/authorization', '/authorize']) app.route({ method: ['GET', 'POST'], url, config: { oauth: true }, handler: authorization });
+
+      // ---- login ------------------------------------------------------------------------------
+      const login = (method: LoginMethod) => async (request: FastifyRequest, reply: FastifyReply) => {
+        const body = (request.body ?? {}) as Record<string, unknown>;
+        const query = (request.query ?? {}) as Record<string, unknown>;
+        const { configTypes: bodyConfigTypes, ...bodyRest } = typeof body === 'object' && !Array.isArray(body) ? body : {};
+        const { configTypes: queryConfigTypes, ...queryRest } = query;
+        const p = readParams([queryRest, bodyRest], apiBad);
+        const id = p.authRequestId ?? p.authRequestID ?? p.id;
+        if (id === undefined) throw fieldError('authRequestId', 'is required');
+        if (method === 'password' && request.method === 'GET' && p.username === undefined && p.password === undefined) {
+          core.oidc.requests.get(id);
+          return reply
+            .type('text/html; charset=utf-8')
+            .headers({
+              ...NO_STORE,
+              // No form-action: browsers apply it to the redirect that follows the post, to the client's callback.
+              'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+              'x-frame-options': 'DENY',
+            })
+            .send(loginPage(`${OIDC_PATH}/login/password`, id));
+        }
+        if (method === 'password') {
+          if (p.username === undefined) throw fieldError('username', 'is required');
+          if (p.password === undefined) throw fieldError('password', 'is required');
+        }
+        const authRequest = core.oidc.requests.get(id);
+        if (authRequest.status === 'complete') throw new ApiError('COULD_NOT_VALIDATE', 'the authorization request is already complete');
+        const extraConfigTypes = [...listOf(bodyConfigTypes), ...listOf(queryConfigTypes)];
+        if (extraConfigTypes.length > 0) authRequest.configTypes = splitList([...authRequest.configTypes, ...extraConfigTypes]);
+        let primary;
+        try {
+          primary = await authenticatePrimary(core, {
+            method,
+            username: p.username,
+            password: p.password,
+            peerCertificate: peerCertificate(request),
+            ipAddress: request.ip,
+          });
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 'INVALID_AUTH') core.oidc.requests.primaryFailed(authRequest);
+          throw err;
+        }
+        core.oidc.requests.primarySucceeded(authRequest, {
+          identityId: primary.identity.id,
+          authenticatorId: primary.authenticator.id,
+          method,
+          rules: primary.rules,
+          isCertExtendable: method === 'cert' && primary.authenticator.isIssuedByNetwork === true,
+          ipAddress: request.ip,
+        });
+        return answerLogin(request, reply, authRequest);
+      };
+
+      /** 302 to the client with the code when complete; else 200 with what is still asked for. */
+      const answerLogin = (request: FastifyRequest, reply: FastifyReply, authRequest: AuthRequest) => {
+        if (authRequest.status === 'complete') {
+          return reply.code(302).headers(NO_STORE).header('location', core.oidc.complete(authRequest, issuerOf(request))).send();
+        }
+        return reply
+          .code(200)
+          .headers({ ...NO_STORE, ...core.oidc.requests.headers(authRequest) })
+          .type(JSON_TYPE)
+          .send({ authQueries: core.oidc.requests.queries(authRequest) });
+      };
+
+      for (const [path, method] of [
+        ['password', 'password'],
+        ['username', 'password'],
+        ['cert', 'cert'],
+        ['ext-jwt', 'ext-jwt'],
+      ] as const) {
+        app.route({ method: ['GET', 'POST'], url: `/login/${path}`, handler: login(method) });
+      }
+
+      app.get('/login/auth-queries', async (request, reply) => {
+        const p = requestParams(request, apiBad);
+        const id = p.id ?? p.authRequestId ?? p.authRequestID;
+        if (id === undefined) throw fieldError('id', 'is required');
+        const authRequest = core.oidc.requests.get(id);
+        return reply
+          .headers({ ...NO_STORE, ...core.oidc.requests.headers(authRequest) })
+          .type(JSON_TYPE)
+          .send({ authQueries: core.oidc.requests.queries(authRequest) });
+      });
+
+      // ---- token ------------------------------------------------------------------------------
+      const token = async (request: FastifyRequest, reply: FastifyReply) => {
+        const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if (type !== FORM) throw new OAuthError('invalid_request', `the token request must be ${FORM}`);
+        const p = readParams([request.body]);
+        const clientId = clientOf(request, p);
+        // RFC 6749 §5.2: a challenge only for a client that authenticated with the Authorization header.
+        const challenge = /^basic\s/i.test(String(request.headers.authorization ?? '')) ? { 'www-authenticate': 'Basic realm="overlay-oidc"' } : undefined;
+        if (clientId !== CLIENT_ID) throw new OAuthError('invalid_client', 'unknown client', 401, challenge);
+        if (p.client_secret !== undefined && p.client_secret !== '') {
+          throw new OAuthError('invalid_client', 'the client is public: it has no secret', 401, challenge);
+        }
+        const issuer = issuerOf(request);
+        let answer;
+        switch (p.grant_type) {
+          case 'authorization_code':
+            answer = await core.oidc.exchangeCode(p, issuer);
+            break;
+          case 'refresh_token':
+            answer = await core.oidc.refresh(p, issuer);
+            break;
+          case undefined:
+            throw new OAuthError('invalid_request', 'grant_type is required');
+          default:
+            throw new OAuthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
+        }
+        return reply.headers(NO_STORE).type(JSON_TYPE).send(answer);
+      };
+      for (const url of ['/token', '/oauth/token']) app.post(url, { config: { oauth: true } }, token);
+
+      // ---- keys, userinfo, end_session -----------------------------------------------------------
+      app.get('/keys', (_request, reply) =>
+        reply.type('application/jwk-set+json; charset=utf-8').header('cache-control', 'public, max-age=300').send(JSON.stringify(core.oidc.keys.jwks())),
+      );
+
+      app.route({
+        method: ['GET', 'POST'],
+        url: '/userinfo',
+        handler: async (request, reply) => {
+          const accessToken = bearerToken(request.headers.authorization);
+          if (accessToken === undefined) {
+            throw new ApiError('UNAUTHORIZED', 'no bearer access token was provided', undefined, { 'www-authenticate': MISSING_BEARER });
+          }
+          try {
+            const claims = await core.oidc.userinfo(accessToken);
+            return reply.headers(NO_STORE).type(JSON_TYPE).send(claims);
+          } catch (err) {
+            if (!(err instanceof BearerError)) throw err;
+            throw new ApiError('UNAUTHORIZED', `the bearer token is not accepted: ${err.message}`, undefined, {
+              'www-authenticate': err.kind === 'expired' ? CHALLENGE.bearerExpired : CHALLENGE.bearerInvalid,
+            });
+          }
+        },
+      });
+
+      app.route({
+        method: ['GET', 'POST'],
+        url: '/end_session',
+        config: { oauth: true },
+        handler: async (request, reply) => {
+          const p = requestParams(request);
+          const target = p.post_logout_redirect_uri;
+          if (target !== undefined && !redirects.allows(target)) {
+            throw new OAuthError('invalid_request', 'post_logout_redirect_uri is not allowed for this client');
+          }
+          if (p.client_id !== undefined && p.client_id !== CLIENT_ID) throw new OAuthError('invalid_request', 'unknown client_id');
+          let ended: { apiSessionId: string; identityId: string };
+          if (p.id_token_hint !== undefined) {
+            ended = core.oidc.sessionOfIdToken(p.id_token_hint);
+          } else {
+            const accessToken = bearerToken(request.headers.authorization);
+            if (accessToken === undefined) throw new OAuthError('invalid_request', 'id_token_hint (or a bearer access token) is required');
+            try {
+              const { claims } = await core.oidc.bearer.verify(accessToken);
+              ended = { apiSessionId: claims.ov_asid, identityId: claims.sub };
+            } catch (err) {
+              if (!(err instanceof BearerError)) throw err;
+              throw new OAuthError('invalid_request', `the bearer token is not accepted: ${err.message}`);
+            }
+          }
+          await core.oidc.endSession(ended.apiSessionId, ended.identityId);
+          if (target !== undefined) {
+            return reply.code(302).headers(NO_STORE).header('location', withQuery(target, { state: p.state })).send();
+          }
+          return reply.code(200).headers(NO_STORE).type(JSON_TYPE).send({});
+        },
+      });
+    },
+    { prefix: OIDC_PATH },
+  );
+}
+
+/** client_id from the form, or from HTTP Basic (a public client sends an empty secret). */
+function clientOf(request: FastifyRequest, p: Params): string | undefined {
+  const auth = request.headers.authorization;
+  if (typeof auth === 'string' && /^basic\s/i.test(auth)) {
+    const decoded = Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    const id = decodeURIComponent(colon < 0 ? decoded : decoded.slice(0, colon));
+    const secret = colon < 0 ? '' : decodeURIComponent(decoded.slice(colon + 1));
+    if (secret !== '') return undefined;
+    if (p.client_id !== undefined && p.client_id !== id) return undefined;
+    return id;
+  }
+  return p.client_id;
+}
+
+function listOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return [];
+}
+
+export function discoveryDocument(issuer: string): Record<string, unknown> {
+  const at = (path: string) => `${issuer}${path}`;
+  return {
+    issuer,
+    authorization_endpoint: at('/authorization'),
+    token_endpoint: at('/token'),
+    userinfo_endpoint: at('/userinfo'),
+    jwks_uri: at('/keys'),
+    end_session_endpoint: at('/end_session'),
+    scopes_supported: [...SCOPES_SUPPORTED],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [...JWS_ALGORITHMS],
+    token_endpoint_auth_methods_supported: ['none'],
+    code_challenge_methods_supported: ['S256'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'amr', 'name', 'sid', 'ov_ia', 'ov_eid'],
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    authorization_response_iss_parameter_supported: true,
+    // The login steps of this provider (driven by authRequestId, without browser cookies).
+    login_password_endpoint: at('/login/password'),
+    login_username_endpoint: at('/login/username'),
+    login_cert_endpoint: at('/login/cert'),
+    login_ext_jwt_endpoint: at('/login/ext-jwt'),
+    login_auth_queries_endpoint: at('/login/auth-queries'),
+    login_totp_endpoint: at('/login/totp'),
+    login_totp_enroll_endpoint: at('/login/totp/enroll'),
+    login_totp_enroll_verify_endpoint: at('/login/totp/enroll/verify'),
+  };
+}

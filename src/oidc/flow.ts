@@ -1,0 +1,260 @@
+// OIDC authorization requests and their state machine (controller-interface.md, "OIDC authorization
+// request"). A request is Started by GET /oidc/authorization, moves on primary logins and secondary
+// factors as the table below says, and ends Complete, when its authorization code is made. The
+// secondary factors are plug-ins: each says when it is required, how it is asked for (an
+// authentication query) and which response headers go with it; TOTP and external-JWT steps satisfy
+// theirs through `satisfy`.
+import { ApiError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { AuthPolicyRules } from '../resources/auth-policies.js';
+import { newToken } from '../auth/tokens.js';
+
+export type RequestState = 'started' | 'partial' | 'complete';
+
+/** What moves a request. */
+export type FlowEvent = 'primary-ok' | 'primary-failed' | 'factor-ok' | 'factor-failed';
+
+export interface Transition {
+  from: RequestState;
+  on: FlowEvent;
+  /** Whether any secondary factor is still outstanding after the event; undefined: either. */
+  outstanding?: boolean;
+  to: RequestState;
+}
+
+/**
+ * The state machine, one row per transition. Primary logins may be retried while partially
+ * authenticated (a new primary login starts the factors over); nothing moves a Complete request:
+ * its code is already made.
+ */
+export const TRANSITIONS: readonly Transition[] = [
+  { from: 'started', on: 'primary-ok', outstanding: false, to: 'complete' },
+  { from: 'started', on: 'primary-ok', outstanding: true, to: 'partial' },
+  { from: 'started', on: 'primary-failed', to: 'started' },
+  { from: 'partial', on: 'primary-ok', outstanding: false, to: 'complete' },
+  { from: 'partial', on: 'primary-ok', outstanding: true, to: 'partial' },
+  { from: 'partial', on: 'primary-failed', to: 'partial' },
+  { from: 'partial', on: 'factor-ok', outstanding: false, to: 'complete' },
+  { from: 'partial', on: 'factor-ok', outstanding: true, to: 'partial' },
+  { from: 'partial', on: 'factor-failed', to: 'partial' },
+];
+
+/** The next state, or undefined when the event is not possible in `from`. */
+export function nextState(from: RequestState, on: FlowEvent, outstanding: boolean): RequestState | undefined {
+  return TRANSITIONS.find((t) => t.from === from && t.on === on && (t.outstanding === undefined || t.outstanding === outstanding))?.to;
+}
+
+/** An Authentication Query (controller-interface.md, API session). */
+export interface AuthQuery {
+  typeId: string;
+  provider: string;
+  format?: string;
+  httpMethod?: string;
+  httpUrl?: string;
+  minLength?: number;
+  maxLength?: number;
+  isTotpEnrolled?: boolean;
+  id?: string;
+  clientId?: string;
+  scopes?: string[];
+}
+
+export interface FactorContext {
+  rules: AuthPolicyRules;
+  identityId: string;
+}
+
+/** A secondary factor a policy (or the identity) can require after the primary login. */
+export interface SecondaryFactor {
+  id: string;
+  required(ctx: FactorContext): boolean;
+  query(ctx: FactorContext): AuthQuery;
+  /** Headers of a login answer while this factor is outstanding. */
+  headers?: Record<string, string>;
+}
+
+/** TOTP, required by `secondary.requireTotp`; satisfied by POST /oidc/login/totp. */
+export const TOTP_FACTOR: SecondaryFactor = {
+  id: 'totp',
+  required: ({ rules }) => rules.secondary.requireTotp,
+  // No identity has a verified TOTP enrollment until MFA enrollment exists.
+  query: () => ({
+    typeId: 'TOTP',
+    provider: 'overlay',
+    format: 'numeric',
+    httpMethod: 'POST',
+    httpUrl: './oidc/login/totp',
+    minLength: 6,
+    maxLength: 6,
+    isTotpEnrolled: false,
+  }),
+  headers: { 'totp-required': 'true' },
+};
+
+/** A JWT of the signer `secondary.requireExtJwtSigner` names, sent with a login request. */
+export const EXT_JWT_FACTOR: SecondaryFactor = {
+  id: 'ext-jwt',
+  required: ({ rules }) => typeof rules.secondary.requireExtJwtSigner === 'string' && rules.secondary.requireExtJwtSigner !== '',
+  query: ({ rules }) => ({
+    typeId: 'EXT-JWT',
+    provider: 'overlay',
+    httpMethod: 'POST',
+    httpUrl: './oidc/login/ext-jwt',
+    id: rules.secondary.requireExtJwtSigner ?? '',
+  }),
+};
+
+export const SECONDARY_FACTORS: readonly SecondaryFactor[] = [TOTP_FACTOR, EXT_JWT_FACTOR];
+
+/** What a client asked for at GET /oidc/authorization. */
+export interface AuthorizationParams {
+  clientId: string;
+  redirectUri: string;
+  scopes: string[];
+  codeChallenge: string;
+  state?: string;
+  nonce?: string;
+  configTypes: string[];
+}
+
+/** Who the primary login found. */
+export interface PrimaryOutcome {
+  identityId: string;
+  authenticatorId: string;
+  method: 'password' | 'cert' | 'ext-jwt';
+  rules: AuthPolicyRules;
+  isCertExtendable: boolean;
+  ipAddress: string;
+}
+
+export interface AuthRequest extends AuthorizationParams {
+  id: string;
+  /** Where the request is in the state machine (`state` is the client's OAuth parameter). */
+  status: RequestState;
+  createdAt: number;
+  expiresAt: number;
+  primary?: PrimaryOutcome;
+  /** Authentication methods satisfied so far (the tokens' `amr`). */
+  amr: string[];
+  authTime?: number;
+  /** Ids of the secondary factors still outstanding. */
+  outstanding: string[];
+}
+
+/** Authorization requests live 10 minutes. */
+export const REQUEST_LIFETIME_MS = 10 * 60_000;
+/** At most this many requests wait at once; more are refused until some end. */
+export const MAX_PENDING_REQUESTS = 50_000;
+
+const AMR: Record<PrimaryOutcome['method'], string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
+
+/** Expired requests are dropped at most this often (and whenever one is looked up). */
+const SWEEP_INTERVAL_MS = 10_000;
+
+export class AuthRequests {
+  private readonly requests = new Map<string, AuthRequest>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly factors: readonly SecondaryFactor[] = SECONDARY_FACTORS,
+  ) {}
+
+  start(params: AuthorizationParams): AuthRequest {
+    if (this.clock() - this.lastSweep >= SWEEP_INTERVAL_MS || this.requests.size >= MAX_PENDING_REQUESTS) this.sweep();
+    if (this.requests.size >= MAX_PENDING_REQUESTS) {
+      throw new ApiError('SERVICE_UNAVAILABLE', 'too many authorization requests are pending; try again later', undefined, {
+        'retry-after': '60',
+      });
+    }
+    const now = this.clock();
+    const request: AuthRequest = {
+      ...params,
+      id: newToken(),
+      status: 'started',
+      createdAt: now,
+      expiresAt: now + REQUEST_LIFETIME_MS,
+      amr: [],
+      outstanding: [],
+    };
+    this.requests.set(request.id, request);
+    return request;
+  }
+
+  /** The live request with this id; 404 when unknown or expired. */
+  get(id: unknown): AuthRequest {
+    const request = typeof id === 'string' ? this.requests.get(id) : undefined;
+    if (!request || this.clock() >= request.expiresAt) {
+      if (request) this.requests.delete(request.id);
+      throw new ApiError('NOT_FOUND', 'the authorization request is unknown or has expired');
+    }
+    return request;
+  }
+
+  /** Records the outcome of a primary login and moves the request. */
+  primarySucceeded(request: AuthRequest, outcome: PrimaryOutcome): AuthRequest {
+    const ctx = { rules: outcome.rules, identityId: outcome.identityId };
+    const outstanding = this.factors.filter((f) => f.required(ctx)).map((f) => f.id);
+    const to = this.move(request, 'primary-ok', outstanding.length > 0);
+    request.primary = outcome;
+    request.amr = [AMR[outcome.method]];
+    request.authTime = this.clock();
+    request.outstanding = outstanding;
+    request.status = to;
+    return request;
+  }
+
+  primaryFailed(request: AuthRequest): void {
+    request.status = this.move(request, 'primary-failed', request.outstanding.length > 0);
+  }
+
+  /** A secondary factor was met (`amr` gains its method, e.g. `totp` or `ejs:<signerId>`). */
+  satisfy(request: AuthRequest, factorId: string, amr: string): AuthRequest {
+    if (!request.outstanding.includes(factorId)) {
+      throw new ApiError('COULD_NOT_VALIDATE', `the factor ${factorId} is not outstanding for this request`);
+    }
+    const outstanding = request.outstanding.filter((f) => f !== factorId);
+    request.status = this.move(request, 'factor-ok', outstanding.length > 0);
+    request.outstanding = outstanding;
+    if (!request.amr.includes(amr)) request.amr.push(amr);
+    return request;
+  }
+
+  factorFailed(request: AuthRequest): void {
+    request.status = this.move(request, 'factor-failed', request.outstanding.length > 0);
+  }
+
+  /** The authentication queries of the outstanding factors. */
+  queries(request: AuthRequest): AuthQuery[] {
+    if (!request.primary) return [];
+    const ctx = { rules: request.primary.rules, identityId: request.primary.identityId };
+    return this.factors.filter((f) => request.outstanding.includes(f.id)).map((f) => f.query(ctx));
+  }
+
+  /** Response headers of a login answer while factors are outstanding. */
+  headers(request: AuthRequest): Record<string, string> {
+    return Object.assign({}, ...this.factors.filter((f) => request.outstanding.includes(f.id)).map((f) => f.headers ?? {}));
+  }
+
+  /** Ends a request (its code is made, or it is abandoned). */
+  end(request: AuthRequest): void {
+    this.requests.delete(request.id);
+  }
+
+  get size(): number {
+    return this.requests.size;
+  }
+
+  /** Drops expired requests. */
+  sweep(): void {
+    const now = this.clock();
+    this.lastSweep = now;
+    for (const [id, r] of this.requests) if (now >= r.expiresAt) this.requests.delete(id);
+  }
+
+  private move(request: AuthRequest, on: FlowEvent, outstanding: boolean): RequestState {
+    const to = nextState(request.status, on, outstanding);
+    if (!to) throw new ApiError('COULD_NOT_VALIDATE', `the authorization request is ${request.status}; it cannot take this step`);
+    return to;
+  }
+}

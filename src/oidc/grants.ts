@@ -1,0 +1,282 @@
+// Refresh grants in the store: one per OIDC login that asked for offline_access, tied to the login's
+// API session. Refresh tokens are opaque, kept only as hashes, rotated on every use; a rotated token
+// presented again is reuse, and the caller revokes the whole grant.
+import type { CompiledQuery } from 'kysely';
+import { iso, type Clock } from '../clock.js';
+import { newUuid } from '../ids.js';
+import { hashToken, newToken } from '../auth/tokens.js';
+import type { Store } from '../store/store.js';
+
+export interface Grant {
+  id: string;
+  apiSessionId: string;
+  identityId: string;
+  clientId: string;
+  scopes: string[];
+  amr: string[];
+  authTime: number;
+  expiresAt: number;
+}
+
+export type RefreshOutcome =
+  | { kind: 'rotated'; grant: Grant; refreshToken: string; issuedAt: number }
+  | { kind: 'unknown' }
+  | { kind: 'expired'; grant: Grant }
+  /** A token rotated before: the grant must be revoked. */
+  | { kind: 'reused'; grant: Grant };
+
+/** What a refresh token must satisfy before it is rotated (client, session, revocations, ...). */
+export type RefreshCheck = (grant: Grant, tokenIssuedAt: number) => Promise<void>;
+
+/** Rotations written in one transaction at most. */
+const MAX_BATCH = 256;
+/** Current refresh tokens remembered at most; the oldest go first (a miss reads the store). */
+const MAX_REMEMBERED = 100_000;
+
+/** A refresh token believed current: what the store said, or what this process wrote. */
+interface Remembered {
+  grant: Grant;
+  createdAt: number;
+  expiresAt: number;
+}
+
+interface Rotation {
+  hash: string;
+  nextHash: string;
+  grantId: string;
+  now: string;
+  expiresAt: string;
+  resolve(rotated: boolean): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * A query compiled once with named placeholder values; each use binds new values in the order the
+ * dialect's SQL wants them (the hot path skips the query builder).
+ */
+function template(compiled: CompiledQuery, names: readonly string[]): (values: Record<string, unknown>) => CompiledQuery {
+  const order = compiled.parameters.map((p) => {
+    if (typeof p !== 'string' || !names.includes(p)) throw new Error(`unexpected parameter ${String(p)} in ${compiled.sql}`);
+    return p;
+  });
+  return (values) => ({ ...compiled, parameters: order.map((name) => values[name]) });
+}
+
+export class Grants {
+  private readonly q: {
+    find: (v: Record<string, unknown>) => CompiledQuery;
+    insert: (v: Record<string, unknown>) => CompiledQuery;
+  };
+  private queue: Rotation[] = [];
+  private flushing = false;
+  /**
+   * Token hash → its grant, for tokens this process made or read and has not seen rotated. Only a
+   * shortcut for the read: the rotation itself is decided by the store (a token rotated elsewhere,
+   * or a grant gone, fails there), so a stale entry can never let a token through twice.
+   */
+  private readonly remembered = new Map<string, Remembered>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    /** Lifetime of each refresh token, ms. */
+    private readonly lifetime: number,
+  ) {
+    const db = store.db;
+    this.q = {
+      find: template(
+        db
+          .selectFrom('oidc_refresh_tokens as t')
+          .innerJoin('oidc_grants as g', 'g.id', 't.grant_id')
+          .select([
+            't.created_at as token_created_at',
+            't.expires_at as token_expires_at',
+            't.rotated_at',
+            'g.id',
+            'g.api_session_id',
+            'g.identity_id',
+            'g.client_id',
+            'g.scopes',
+            'g.amr',
+            'g.auth_time',
+            'g.expires_at',
+          ])
+          .where('t.token_hash', '=', ':hash')
+          .compile(),
+        [':hash'],
+      ),
+      insert: template(
+        db
+          .insertInto('oidc_refresh_tokens')
+          .values({ token_hash: ':hash', grant_id: ':grant', created_at: ':now', expires_at: ':expires' })
+          .compile(),
+        [':hash', ':grant', ':now', ':expires'],
+      ),
+    };
+  }
+
+  /** Stores a new grant with its first refresh token; answers the token. */
+  async create(values: Omit<Grant, 'id' | 'expiresAt'>): Promise<{ grant: Grant; refreshToken: string }> {
+    const now = this.clock();
+    const grant: Grant = { ...values, id: newUuid(), expiresAt: now + this.lifetime };
+    const refreshToken = newToken();
+    const d = this.store.dialect;
+    await this.store.transaction(async (tx) => {
+      await tx
+        .insertInto('oidc_grants')
+        .values({
+          id: grant.id,
+          api_session_id: grant.apiSessionId,
+          identity_id: grant.identityId,
+          client_id: grant.clientId,
+          scopes: d.toDb('json', grant.scopes),
+          amr: d.toDb('json', grant.amr),
+          auth_time: iso(grant.authTime),
+          created_at: iso(now),
+          expires_at: iso(grant.expiresAt),
+        })
+        .execute();
+      await tx.executeQuery(this.q.insert({ ':hash': hashToken(refreshToken), ':grant': grant.id, ':now': iso(now), ':expires': iso(grant.expiresAt) }));
+    });
+    this.remember(hashToken(refreshToken), { grant, createdAt: now, expiresAt: grant.expiresAt });
+    return { grant, refreshToken };
+  }
+
+  /**
+   * Exchanges a refresh token for its successor. `check` runs on a current, unexpired token before
+   * anything is written and throws to refuse. Two uses of one token racing each other: one rotates,
+   * the other is reuse. Rotations of concurrent requests are written together, one transaction (one
+   * sync to disk) for all of them, each answered once its transaction has committed.
+   */
+  async refresh(token: string, check: RefreshCheck): Promise<RefreshOutcome> {
+    const hash = hashToken(token);
+    let known = this.remembered.get(hash);
+    if (!known) {
+      const { rows } = await this.store.db.executeQuery<Record<string, unknown>>(this.q.find({ ':hash': hash }));
+      const row = rows[0];
+      if (!row) return { kind: 'unknown' };
+      const grant = this.grantOf(row);
+      if (row.rotated_at !== null) return { kind: 'reused', grant };
+      known = { grant, createdAt: Date.parse(row.token_created_at as string), expiresAt: Date.parse(row.token_expires_at as string) };
+    }
+    const { grant } = known;
+    const now = this.clock();
+    if (now >= known.expiresAt) {
+      this.remembered.delete(hash);
+      return { kind: 'expired', grant };
+    }
+    await check(grant, known.createdAt);
+
+    const next = newToken();
+    const expiresAt = now + this.lifetime;
+    const nextHash = hashToken(next);
+    const rotated = await new Promise<boolean>((resolve, reject) => {
+      this.queue.push({ hash, nextHash, grantId: grant.id, now: iso(now), expiresAt: iso(expiresAt), resolve, reject });
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+    this.remembered.delete(hash);
+    if (!rotated) return { kind: 'reused', grant };
+    const successor = { ...grant, expiresAt };
+    this.remember(nextHash, { grant: successor, createdAt: now, expiresAt });
+    return { kind: 'rotated', grant: successor, refreshToken: next, issuedAt: now };
+  }
+
+  /**
+   * Writes the queued rotations, a batch per transaction, until none is left. Three statements per
+   * batch whatever its size: mark the presented tokens rotated (those not rotated before come
+   * back), insert their successors, extend their grants.
+   */
+  private async flush(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      try {
+        // A token twice in one batch: the first use rotates it, the second is reuse.
+        const first = new Map<string, Rotation>();
+        for (const r of batch) if (!first.has(r.hash)) first.set(r.hash, r);
+        const rotated = await this.store.transaction(async (tx) => {
+          const now = batch[batch.length - 1]!.now;
+          const rows = await tx
+            .updateTable('oidc_refresh_tokens')
+            .set({ rotated_at: now })
+            .where('token_hash', 'in', [...first.keys()])
+            .where('rotated_at', 'is', null)
+            .returning('token_hash')
+            .execute();
+          const done = new Set(rows.map((row) => row.token_hash as string));
+          const winners = [...first.values()].filter((r) => done.has(r.hash));
+          if (winners.length > 0) {
+            await tx
+              .insertInto('oidc_refresh_tokens')
+              .values(winners.map((r) => ({ token_hash: r.nextHash, grant_id: r.grantId, created_at: r.now, expires_at: r.expiresAt })))
+              .execute();
+            await tx
+              .updateTable('oidc_grants')
+              .set({ expires_at: winners.reduce((max, r) => (r.expiresAt > max ? r.expiresAt : max), winners[0]!.expiresAt) })
+              .where('id', 'in', [...new Set(winners.map((r) => r.grantId))])
+              .execute();
+          }
+          return done;
+        });
+        for (const r of batch) r.resolve(first.get(r.hash) === r && rotated.has(r.hash));
+      } catch (err) {
+        for (const r of batch) r.reject(err);
+      }
+    }
+    this.flushing = false;
+  }
+
+  private remember(hash: string, entry: Remembered): void {
+    if (this.remembered.size >= MAX_REMEMBERED) {
+      let n = Math.ceil(MAX_REMEMBERED / 10);
+      for (const k of this.remembered.keys()) {
+        this.remembered.delete(k);
+        if (--n === 0) break;
+      }
+    }
+    this.remembered.set(hash, entry);
+  }
+
+  /** Deletes a grant and its refresh tokens. */
+  async delete(id: string): Promise<void> {
+    for (const [hash, entry] of this.remembered) if (entry.grant.id === id) this.remembered.delete(hash);
+    await this.store.db.deleteFrom('oidc_grants').where('id', '=', id).execute();
+  }
+
+  /** The grants still alive: api session id → until when. */
+  async live(): Promise<Map<string, number>> {
+    const rows = await this.store.db
+      .selectFrom('oidc_grants')
+      .select(['api_session_id', 'expires_at'])
+      .where('expires_at', '>', iso(this.clock()))
+      .execute();
+    return new Map(rows.map((r) => [r.api_session_id as string, Date.parse(r.expires_at as string)]));
+  }
+
+  /** Deletes ended grants; answers their API session ids. */
+  async sweep(): Promise<string[]> {
+    const now = this.clock();
+    for (const [hash, entry] of this.remembered) if (now >= entry.expiresAt) this.remembered.delete(hash);
+    const cutoff = iso(now);
+    const ended = await this.store.db.selectFrom('oidc_grants').select(['id', 'api_session_id']).where('expires_at', '<=', cutoff).execute();
+    if (ended.length === 0) return [];
+    await this.store.db.deleteFrom('oidc_grants').where('expires_at', '<=', cutoff).execute();
+    return ended.map((r) => r.api_session_id as string);
+  }
+
+  private grantOf(row: Record<string, unknown>): Grant {
+    const d = this.store.dialect;
+    return {
+      id: row.id as string,
+      apiSessionId: row.api_session_id as string,
+      identityId: row.identity_id as string,
+      clientId: row.client_id as string,
+      scopes: d.fromDb('json', row.scopes) as string[],
+      amr: d.fromDb('json', row.amr) as string[],
+      authTime: Date.parse(row.auth_time as string),
+      expiresAt: Date.parse(row.expires_at as string),
+    };
+  }
+}

@@ -1,0 +1,73 @@
+// The issuer is `https://<host:port>/oidc` where host:port is the address the client used (its Host
+// header), so a client verifying tokens against the address it talks to succeeds (behaviour.md §6).
+// A Host this controller does not answer to — a name outside its server certificate or a port it
+// does not listen on — is not trusted: the bind point's advertised address is used instead. Tokens
+// are accepted when their issuer is one of those addresses.
+import { isIP } from 'node:net';
+import { parseHostPort } from '../config/address.js';
+import { ipToBytes, serverNames } from '../pki/hosts.js';
+
+export const OIDC_PATH = '/oidc';
+
+export class Issuers {
+  private readonly dns: Set<string>;
+  private readonly ips: Set<string>;
+  private readonly ports: Set<number>;
+  private readonly accepted = new Map<string, boolean>();
+
+  /**
+   * @param hosts the advertised hosts of every bind point (the server certificate's names)
+   * @param ports every port a bind point listens or is advertised on
+   */
+  constructor(hosts: readonly string[], ports: readonly number[]) {
+    const names = serverNames(hosts);
+    this.dns = new Set(names.dns);
+    this.ips = new Set(names.ips.map((ip) => ipToBytes(ip).toString('hex')));
+    this.ports = new Set(ports);
+  }
+
+  /** The issuer of a request that arrived with `hostHeader` at a bind point advertised as `fallback`. */
+  forHost(hostHeader: string | undefined, fallback: string): string {
+    const address = hostHeader !== undefined ? this.trustedAddress(hostHeader) : undefined;
+    return `https://${address ?? fallback}${OIDC_PATH}`;
+  }
+
+  /** Whether a token issuer names this controller. */
+  accepts(iss: unknown): boolean {
+    if (typeof iss !== 'string' || iss.length > 400) return false;
+    let ok = this.accepted.get(iss);
+    if (ok === undefined) {
+      const m = /^https:\/\/([^/?#@]+)\/oidc$/.exec(iss);
+      ok = m !== null && this.trustedAddress(m[1]!) === m[1];
+      if (this.accepted.size > 1000) this.accepted.clear();
+      this.accepted.set(iss, ok);
+    }
+    return ok;
+  }
+
+  /** The API audience of an issuer: the controller origin its tokens are for. */
+  static audience(issuer: string): string {
+    return issuer.slice(0, -OIDC_PATH.length);
+  }
+
+  /** host[:port] as written, when it names this controller; undefined otherwise. */
+  private trustedAddress(text: string): string | undefined {
+    if (text.length === 0 || text.length > 300) return undefined;
+    let host: string;
+    let port: number;
+    try {
+      if (/:\d+$/.test(text)) {
+        ({ host, port } = parseHostPort(text, { allowPortZero: false }));
+      } else {
+        ({ host } = parseHostPort(`${text}:443`, { allowPortZero: false }));
+        port = 443;
+      }
+    } catch {
+      return undefined;
+    }
+    if (!this.ports.has(port)) return undefined;
+    const known = isIP(host) !== 0 ? this.ips.has(ipToBytes(host).toString('hex')) : this.dns.has(host.toLowerCase().replace(/\.$/, ''));
+    if (!known) return undefined;
+    return text;
+  }
+}

@@ -1,0 +1,382 @@
+// The OIDC provider: authorization requests, codes, the token endpoint's grants, userinfo and
+// end_session, over the signing keys, the refresh grants in the store and the API sessions. The
+// HTTP routes (src/http/oidc) parse and render; everything that decides is here.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/index.js';
+import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
+import type { IdentityDirectory } from '../auth/identity-directory.js';
+import type { Revocations } from '../auth/revocations.js';
+import { constantTimeEqual, hashToken, newToken } from '../auth/tokens.js';
+import type { Resources } from '../domain/resources.js';
+import type { Store } from '../store/store.js';
+import { BearerVerifier } from './bearer.js';
+import { OAuthError } from './errors.js';
+import { AuthRequests, type AuthorizationParams, type AuthRequest } from './flow.js';
+import { Grants, type Grant } from './grants.js';
+import { Issuers } from './issuer.js';
+import { parseCompact, verifySignature } from './jws.js';
+import { SigningKeys } from './keys.js';
+import { type RedirectPolicy, withQuery } from './redirects.js';
+import { CLIENT_ID, TokenIssuer, type IssuedTokens } from './tokens.js';
+
+/** Authorization codes live 60 seconds. */
+export const CODE_LIFETIME_MS = 60_000;
+export const SCOPES_SUPPORTED = ['openid', 'offline_access'] as const;
+const MAX_CODES = 50_000;
+const SWEEP_EVERY_MS = 60_000;
+
+export interface ProviderDeps {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  store: Store;
+  resources: Resources;
+  sessions: ApiSessions;
+  identities: IdentityDirectory;
+  revocations: Pick<Revocations, 'isRevoked'>;
+}
+
+interface CodeRecord {
+  request: AuthRequest;
+  expiresAt: number;
+  used: boolean;
+  /** Presented again after its first use. */
+  reused?: boolean;
+  /** The API session its exchange opened: what a reuse revokes. */
+  apiSessionId?: string;
+}
+
+export interface TokenAnswer {
+  access_token: string;
+  id_token: string;
+  refresh_token?: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+}
+
+export class OidcProvider {
+  readonly requests: AuthRequests;
+  readonly grants: Grants;
+  readonly tokens: TokenIssuer;
+  readonly bearer: BearerVerifier;
+  private readonly codes = new Map<string, CodeRecord>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastCodeSweep = 0;
+  private unsubscribe: (() => void) | undefined;
+
+  private constructor(
+    private readonly deps: ProviderDeps,
+    readonly keys: SigningKeys,
+    readonly issuers: Issuers,
+  ) {
+    const { config, clock, store, sessions, identities, revocations } = deps;
+    this.requests = new AuthRequests(clock);
+    this.grants = new Grants(store, clock, config.edge.oidc.refreshTokenDuration);
+    this.tokens = new TokenIssuer(keys, clock, config.edge.oidc);
+    this.bearer = new BearerVerifier(keys, issuers, clock, sessions, identities, revocations);
+  }
+
+  /** Loads (or makes, at first start) the signing keys under `<dataDir>/oidc`. */
+  static async open(deps: ProviderDeps): Promise<OidcProvider> {
+    const keys = await SigningKeys.open(join(deps.config.dataDir, 'oidc'), { now: deps.clock });
+    const hosts: string[] = [];
+    const ports: number[] = [];
+    for (const listener of deps.config.web) {
+      for (const bp of listener.bindPoints) {
+        for (const address of [bp.address, bp.interface]) {
+          const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(address);
+          if (!m) continue;
+          ports.push(Number(m[3]));
+          if (address === bp.address) hosts.push(m[1] ?? m[2]!);
+        }
+      }
+    }
+    return new OidcProvider(deps, keys, new Issuers(hosts, ports));
+  }
+
+  /** Follows API session deletes, holds the sessions of live grants, starts the sweep. */
+  async start(): Promise<void> {
+    this.unsubscribe = this.deps.resources.changes.subscribe((c) => {
+      if (c.collection === 'api-sessions' && c.kind === 'delete') this.bearer.sessionDeleted(c.id);
+    });
+    for (const [sessionId, until] of await this.grants.live()) this.deps.sessions.hold(sessionId, until);
+    this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.deps.log.warn({ err }, 'OIDC sweep failed')), SWEEP_EVERY_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+
+  /** Drops expired requests and codes and ended grants (their sessions then expire when idle). */
+  async sweep(): Promise<void> {
+    this.requests.sweep();
+    this.sweepCodes();
+    for (const sessionId of await this.grants.sweep()) this.deps.sessions.release(sessionId);
+  }
+
+  // ---- authorization ------------------------------------------------------------------------
+
+  /**
+   * Checks an authorization request and starts it. Every refusal is an error answer, never a
+   * redirect: the request is refused before its redirect_uri is trusted, or (PKCE, response type,
+   * scope) by decision of behaviour.md §6.
+   */
+  authorize(q: Record<string, string | undefined>, redirects: RedirectPolicy): AuthRequest {
+    if (q.client_id !== CLIENT_ID) throw new OAuthError('invalid_request', 'unknown client_id', 400);
+    if (q.redirect_uri === undefined || !redirects.allows(q.redirect_uri)) {
+      throw new OAuthError('invalid_request', 'redirect_uri is missing or not allowed for this client');
+    }
+    if (q.response_type !== 'code') throw new OAuthError('unsupported_response_type', 'response_type must be code');
+    if (q.code_challenge_method !== 'S256') throw new OAuthError('invalid_request', 'code_challenge_method must be S256 (plain is not accepted)');
+    if (q.code_challenge === undefined || !/^[A-Za-z0-9_-]{43}$/.test(q.code_challenge)) {
+      throw new OAuthError('invalid_request', 'code_challenge must be the base64url SHA-256 of the code verifier (43 characters)');
+    }
+    const scopes = (q.scope ?? '').split(' ').filter((s) => s !== '');
+    if (!scopes.includes('openid')) throw new OAuthError('invalid_scope', 'scope must include openid');
+    if (q.state !== undefined && q.state.length > 2048) throw new OAuthError('invalid_request', 'state is longer than 2048 characters');
+    if (q.nonce !== undefined && q.nonce.length > 512) throw new OAuthError('invalid_request', 'nonce is longer than 512 characters');
+    const params: AuthorizationParams = {
+      clientId: CLIENT_ID,
+      redirectUri: q.redirect_uri,
+      scopes: [...new Set(scopes.filter((s) => (SCOPES_SUPPORTED as readonly string[]).includes(s)))],
+      codeChallenge: q.code_challenge,
+      configTypes: splitList(q.configTypes),
+      ...(q.state !== undefined ? { state: q.state } : {}),
+      ...(q.nonce !== undefined ? { nonce: q.nonce } : {}),
+    };
+    return this.requests.start(params);
+  }
+
+  /** A complete request becomes an authorization code: the URL the client is redirected to. */
+  complete(request: AuthRequest, issuer: string): string {
+    if (request.status !== 'complete') throw new Error('the authorization request is not complete');
+    this.requests.end(request);
+    if (this.clock() - this.lastCodeSweep >= 10_000 || this.codes.size >= MAX_CODES) this.sweepCodes();
+    if (this.codes.size >= MAX_CODES) throw new OAuthError('temporarily_unavailable', 'too many authorization codes are pending');
+    const code = newToken();
+    this.codes.set(hashToken(code), { request, expiresAt: this.clock() + CODE_LIFETIME_MS, used: false });
+    return withQuery(request.redirectUri, { code, state: request.state, iss: issuer });
+  }
+
+  // ---- token endpoint -------------------------------------------------------------------------
+
+  async exchangeCode(p: Record<string, string | undefined>, issuer: string): Promise<TokenAnswer> {
+    for (const name of ['code', 'redirect_uri', 'code_verifier'] as const) {
+      if (!p[name]) throw new OAuthError('invalid_request', `${name} is required`);
+    }
+    const record = this.codes.get(hashToken(p.code!));
+    if (!record || this.clock() >= record.expiresAt) throw new OAuthError('invalid_grant', 'the authorization code is invalid or has expired');
+    if (record.used) {
+      // A code used twice was intercepted or replayed: what its first use opened is revoked (an
+      // exchange still running sees `reused` when it is done).
+      record.reused = true;
+      if (record.apiSessionId) await this.deps.sessions.delete(record.apiSessionId);
+      throw new OAuthError('invalid_grant', 'the authorization code has already been used');
+    }
+    const request = record.request;
+    if (p.redirect_uri !== request.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+    if (!/^[A-Za-z0-9._~-]{43,128}$/.test(p.code_verifier!)) throw new OAuthError('invalid_grant', 'the code verifier is malformed');
+    const challenge = createHash('sha256').update(p.code_verifier!).digest('base64url');
+    if (!constantTimeEqual(challenge, request.codeChallenge)) throw new OAuthError('invalid_grant', 'the code verifier does not match the code challenge');
+    // Used from here on, before anything awaits: a racing second exchange is a reuse.
+    record.used = true;
+
+    const primary = request.primary!;
+    const identity = await this.deps.identities.get(primary.identityId);
+    if (!identity || this.deps.identities.isDisabled(identity)) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
+    const configTypes = await this.resolveConfigTypes(request.configTypes);
+    const { session } = await this.deps.sessions.create({
+      identityId: primary.identityId,
+      authenticatorId: primary.authenticatorId,
+      authMethod: primary.method,
+      configTypes,
+      ipAddress: primary.ipAddress,
+      isMfaRequired: request.amr.includes('totp'),
+      isCertExtendable: primary.isCertExtendable,
+    });
+    record.apiSessionId = session.id;
+    if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session);
+
+    const scopes = request.scopes;
+    let refreshToken: string | undefined;
+    if (scopes.includes('offline_access')) {
+      const created = await this.grants.create({
+        apiSessionId: session.id,
+        identityId: identity.id,
+        clientId: CLIENT_ID,
+        scopes,
+        amr: request.amr,
+        authTime: request.authTime!,
+      });
+      this.deps.sessions.hold(session.id, created.grant.expiresAt);
+      refreshToken = created.refreshToken;
+    }
+    if (record.reused) {
+      await this.deps.sessions.delete(session.id);
+      throw new OAuthError('invalid_grant', 'the authorization code has already been used');
+    }
+    const tokens = this.tokens.issue(issuer, {
+      identityId: identity.id,
+      name: identity.name,
+      isAdmin: identity.isAdmin,
+      apiSessionId: session.id,
+      configTypes,
+      isCertExtendable: session.isCertExtendable,
+      amr: request.amr,
+      authTime: request.authTime!,
+      scopes,
+      ...(request.nonce !== undefined ? { nonce: request.nonce } : {}),
+    });
+    return answer(tokens, scopes, refreshToken);
+  }
+
+  async refresh(p: Record<string, string | undefined>, issuer: string): Promise<TokenAnswer> {
+    if (!p.refresh_token) throw new OAuthError('invalid_request', 'refresh_token is required');
+    if (p.refresh_token.length > 256) throw new OAuthError('invalid_grant', 'the refresh token is invalid');
+    const requested = p.scope === undefined ? undefined : p.scope.split(' ').filter((s) => s !== '');
+    let session: ApiSession | undefined;
+    const outcome = await this.grants.refresh(p.refresh_token, async (grant, tokenIssuedAt) => {
+      if (grant.clientId !== CLIENT_ID) throw new OAuthError('invalid_grant', 'the refresh token was issued to another client');
+      const revoked =
+        this.deps.revocations.isRevoked('API_SESSION', grant.apiSessionId, tokenIssuedAt) ||
+        this.deps.revocations.isRevoked('IDENTITY', grant.identityId, tokenIssuedAt);
+      session = revoked ? undefined : await this.deps.sessions.load(grant.apiSessionId);
+      if (!session) {
+        await this.revokeGrant(grant);
+        throw new OAuthError('invalid_grant', 'the grant of the refresh token has been revoked');
+      }
+      const identity = await this.deps.identities.get(grant.identityId);
+      if (!identity || this.deps.identities.isDisabled(identity)) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
+      if (requested && requested.some((s) => !grant.scopes.includes(s))) {
+        throw new OAuthError('invalid_scope', 'scope asks for more than the grant holds');
+      }
+    });
+    switch (outcome.kind) {
+      case 'unknown':
+        throw new OAuthError('invalid_grant', 'the refresh token is invalid');
+      case 'expired':
+        throw new OAuthError('invalid_grant', 'the refresh token has expired');
+      case 'reused':
+        // A rotated token presented again: someone holds a copy. The whole grant goes.
+        this.deps.log.warn({ grantId: outcome.grant.id, apiSessionId: outcome.grant.apiSessionId }, 'refresh token reused; grant revoked');
+        await this.revokeGrant(outcome.grant);
+        throw new OAuthError('invalid_grant', 'the refresh token has already been used; the grant is revoked');
+      case 'rotated':
+        break;
+    }
+    const { grant, refreshToken } = outcome;
+    const identity = (await this.deps.identities.get(grant.identityId))!;
+    this.deps.sessions.hold(grant.apiSessionId, grant.expiresAt);
+    this.deps.sessions.touch(session!);
+    const scopes = requested ?? grant.scopes;
+    const tokens = this.tokens.issue(issuer, {
+      identityId: identity.id,
+      name: identity.name,
+      isAdmin: identity.isAdmin,
+      apiSessionId: grant.apiSessionId,
+      configTypes: session!.configTypes,
+      isCertExtendable: session!.isCertExtendable,
+      amr: grant.amr,
+      authTime: grant.authTime,
+      scopes,
+    });
+    return answer(tokens, scopes, refreshToken);
+  }
+
+  /** Ends a grant: its API session (and with it every token of the grant) and its refresh tokens. */
+  async revokeGrant(grant: Grant): Promise<void> {
+    await this.deps.sessions.delete(grant.apiSessionId);
+    await this.grants.delete(grant.id);
+  }
+
+  // ---- userinfo, end_session --------------------------------------------------------------------
+
+  async userinfo(token: string): Promise<Record<string, unknown>> {
+    const { identity } = await this.bearer.verify(token);
+    const entity = await this.deps.resources.get('identities').repo.get(this.deps.store.db, identity.id);
+    const externalId = entity?.externalId;
+    return {
+      sub: identity.id,
+      name: identity.name,
+      ov_ia: identity.isAdmin,
+      ...(typeof externalId === 'string' && externalId !== '' ? { ov_eid: externalId } : {}),
+    };
+  }
+
+  /**
+   * The API session an ID token names, when this provider signed it for this client; expired ID
+   * tokens still name their session (a logout often comes late).
+   */
+  sessionOfIdToken(idToken: string): { apiSessionId: string; identityId: string } {
+    const parsed = parseCompact(idToken);
+    const key = parsed ? this.keys.get(parsed.header.kid) : undefined;
+    if (!parsed || !key || key.alg !== parsed.header.alg || !verifySignature(parsed, key.publicKey)) {
+      throw new OAuthError('invalid_request', 'id_token_hint is not an ID token of this provider');
+    }
+    const c = parsed.payload;
+    const aud = Array.isArray(c.aud) ? c.aud : [c.aud];
+    if (!this.issuers.accepts(c.iss) || !aud.includes(CLIENT_ID) || c.ov_t !== undefined || typeof c.sid !== 'string' || typeof c.sub !== 'string') {
+      throw new OAuthError('invalid_request', 'id_token_hint is not an ID token of this provider');
+    }
+    return { apiSessionId: c.sid, identityId: c.sub };
+  }
+
+  /** Revokes an API session (and the grant on it); answers whether there was one. */
+  async endSession(apiSessionId: string, identityId: string): Promise<boolean> {
+    const session = await this.deps.sessions.load(apiSessionId);
+    if (!session || session.identityId !== identityId) return false;
+    return this.deps.sessions.delete(apiSessionId);
+  }
+
+  // ---- helpers ------------------------------------------------------------------------------
+
+  private get clock(): Clock {
+    return this.deps.clock;
+  }
+
+  private sweepCodes(): void {
+    const now = this.clock();
+    this.lastCodeSweep = now;
+    for (const [hash, record] of this.codes) if (now >= record.expiresAt) this.codes.delete(hash);
+  }
+
+  /** Config type names or ids → ids (`all`: every type); unknown ones are dropped. */
+  private async resolveConfigTypes(wanted: string[]): Promise<string[]> {
+    if (wanted.length === 0) return [];
+    const db = this.deps.store.db;
+    const rows = wanted.includes('all')
+      ? await db.selectFrom('config_types').select('id').execute()
+      : await db
+          .selectFrom('config_types')
+          .select('id')
+          .where((eb) => eb.or([eb('id', 'in', wanted), eb('name', 'in', wanted)]))
+          .execute();
+    return [...new Set(rows.map((r) => r.id as string))];
+  }
+}
+
+function answer(tokens: IssuedTokens, scopes: string[], refreshToken: string | undefined): TokenAnswer {
+  return {
+    access_token: tokens.accessToken,
+    id_token: tokens.idToken,
+    ...(refreshToken !== undefined ? { refresh_token: refreshToken } : {}),
+    token_type: 'Bearer',
+    expires_in: tokens.expiresIn,
+    scope: scopes.join(' '),
+  };
+}
+
+/** A list parameter: repeated, or comma-separated. */
+export function splitList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  const parts = (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(','));
+  return [...new Set(parts.map((v) => v.trim()).filter((v) => v !== '' && v.length <= 100))].slice(0, 100);
+}
