@@ -2,8 +2,6 @@
 // behaviour.md §3): the distinct attributes entities of a kind carry, with the filter symbol `id`,
 // sort and paging; and per attribute, which entities carry it and which policies name `#<attribute>`.
 // Expectations are computed by brute force from the stored entities and policies.
-import { existsSync } from 'node:fs';
-import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -18,126 +16,12 @@ import {
   startTestController,
   type TestController,
 } from './helpers.js';
+import { networkFixture, type Ent, type Pol, type World } from './network-fixtures.js';
 
 let t: TestController;
 let admin: string;
 
-// ---- fixture helpers (shared by the related list, policy advice and role attribute tests) ---
-
-/** Creates through the Management API; answers the id. */
-async function create(collection: string, body: Record<string, unknown>): Promise<string> {
-  const res = await call(t, 'POST', `${MGMT}/${collection}`, { token: admin, body });
-  if (res.statusCode !== 201) throw new Error(`creating ${collection} failed: ${res.statusCode} ${res.body}`);
-  return json(res).data.id as string;
-}
-
-/** Patches through the Management API. */
-async function patch(collection: string, id: string, body: Record<string, unknown>): Promise<void> {
-  const res = await call(t, 'PATCH', `${MGMT}/${collection}/${id}`, { token: admin, body });
-  if (res.statusCode !== 200) throw new Error(`patching ${collection} ${id} failed: ${res.statusCode} ${res.body}`);
-}
-
-/** The id of the seeded DOMAIN posture check type. */
-async function domainCheckType(): Promise<string> {
-  const res = await call(t, 'GET', `${MGMT}/posture-check-types?filter=${encodeURIComponent('name = "DOMAIN"')}`, { token: admin });
-  const id = json(res).data?.[0]?.id;
-  if (res.statusCode !== 200 || typeof id !== 'string') throw new Error(`no DOMAIN posture check type: ${res.statusCode} ${res.body}`);
-  return id;
-}
-
-interface Ent {
-  id: string;
-  name: string;
-  roleAttributes: string[];
-  isOnline?: boolean;
-}
-interface Pol {
-  id: string;
-  type?: string;
-  semantic: string;
-  identityRoles?: string[];
-  serviceRoles?: string[];
-  edgeRouterRoles?: string[];
-  postureCheckRoles?: string[];
-}
-interface World {
-  identities: Ent[];
-  services: Ent[];
-  edgeRouters: Ent[];
-  postureChecks: Ent[];
-  sp: Pol[];
-  erp: Pol[];
-  serp: Pol[];
-}
-
-/** behaviour.md §4, written out independently of the policy engine. */
-function matches(semantic: string, roles: readonly string[] | undefined, e: Ent): boolean {
-  const list = roles ?? [];
-  if (list.includes(`@${e.id}`) || list.includes('#all')) return true;
-  const attrs = list.filter((r) => r.startsWith('#')).map((r) => r.slice(1));
-  if (attrs.length === 0) return false;
-  return semantic === 'AllOf' ? attrs.every((a) => e.roleAttributes.includes(a)) : attrs.some((a) => e.roleAttributes.includes(a));
-}
-
-async function loadWorld(): Promise<World> {
-  const r = t.app.core.resources;
-  const db = t.app.core.store.db;
-  const all = async (c: string) => (await r.get(c).repo.list(db, { sort: [], offset: 0, limit: null })).items as any[];
-  const ents = async (c: string) =>
-    (await all(c)).map((e) => ({ id: e.id, name: e.name, roleAttributes: e.roleAttributes ?? [], isOnline: e.isOnline }));
-  return {
-    identities: await ents('identities'),
-    services: await ents('services'),
-    edgeRouters: await ents('edge-routers'),
-    postureChecks: await ents('posture-checks'),
-    sp: await all('service-policies'),
-    erp: await all('edge-router-policies'),
-    serp: await all('service-edge-router-policies'),
-  };
-}
-
-const LINK_TABLES: [keyof World, keyof World, string, keyof Pol, string][] = [
-  ['sp', 'identities', 'service_policy_identities', 'identityRoles', 'identity_id'],
-  ['sp', 'services', 'service_policy_services', 'serviceRoles', 'service_id'],
-  ['sp', 'postureChecks', 'service_policy_posture_checks', 'postureCheckRoles', 'posture_check_id'],
-  ['erp', 'identities', 'edge_router_policy_identities', 'identityRoles', 'identity_id'],
-  ['erp', 'edgeRouters', 'edge_router_policy_edge_routers', 'edgeRouterRoles', 'edge_router_id'],
-  ['serp', 'services', 'service_edge_router_policy_services', 'serviceRoles', 'service_id'],
-  ['serp', 'edgeRouters', 'service_edge_router_policy_edge_routers', 'edgeRouterRoles', 'edge_router_id'],
-];
-const KINDS: [keyof World, string][] = [
-  ['identities', 'identity'],
-  ['services', 'service'],
-  ['edgeRouters', 'edge-router'],
-  ['postureChecks', 'posture-check'],
-];
-
-/** The policy engine (src/policy/links.ts) keeps the links and the role attribute index exact. */
-const ENGINE_PRESENT = existsSync(new URL('../src/policy/links.ts', import.meta.url));
-
-/**
- * Only while the policy engine is absent: writes the policy links and the role attribute index that
- * the stored entities and policies imply (brute force). With the engine present it writes nothing,
- * so every test reads the links the engine maintains.
- */
-async function linkForTest(): Promise<void> {
-  if (ENGINE_PRESENT) return;
-  const db = t.app.core.store.db as Kysely<any>;
-  const w = await loadWorld();
-  await db.deleteFrom('role_attribute_index').execute();
-  for (const [key, kind] of KINDS) {
-    const rows = (w[key] as Ent[]).flatMap((e) => e.roleAttributes.map((attribute) => ({ kind, attribute, entity_id: e.id })));
-    if (rows.length > 0) await db.insertInto('role_attribute_index').values(rows).execute();
-  }
-  for (const [pols, ents, table, field, column] of LINK_TABLES) {
-    await db.deleteFrom(table).execute();
-    const rows = (w[pols] as Pol[]).flatMap((p) =>
-      (w[ents] as Ent[]).filter((e) => matches(p.semantic, p[field] as string[], e)).map((e) => ({ policy_id: p.id, [column]: e.id })),
-    );
-    if (rows.length > 0) await db.insertInto(table).values(rows).execute();
-  }
-}
-
+const { create, patch, domainCheckType, loadWorld } = networkFixture(() => ({ t, admin }));
 
 // ---- the fixture -------------------------------------------------------------------------------
 
@@ -176,7 +60,6 @@ beforeAll(async () => {
   await make('edge-router-policies', 'erp1', { semantic: 'AnyOf', identityRoles: ['#red'], edgeRouterRoles: ['#east', '#west'] });
   await make('edge-router-policies', 'erp2', { semantic: 'AnyOf', identityRoles: ['#blue', '#nobody'], edgeRouterRoles: ['#all'] });
   await make('service-edge-router-policies', 'serp1', { semantic: 'AllOf', serviceRoles: ['#web'], edgeRouterRoles: ['#east', '#red'] });
-  await linkForTest();
   world = await loadWorld();
 });
 afterAll(async () => {
@@ -414,7 +297,6 @@ describe('changes', () => {
   it('the lists follow the entities', async () => {
     const c = CASES[0]!;
     await patch('identities', ids.i3!, { roleAttributes: ['purple'] });
-    await linkForTest();
     world = await loadWorld();
     expect(attributesOf(c)).toEqual(['blue', 'purple', 'red']);
     expect((await get(listUrl(c))).data).toEqual(['blue', 'purple', 'red']);
