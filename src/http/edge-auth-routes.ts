@@ -1,7 +1,5 @@
 // Routes both Edge APIs share: authenticate, the current API session and the current identity
 // with its own authenticators.
-import { X509Certificate } from 'node:crypto';
-import type { TLSSocket } from 'node:tls';
 import { Type } from '@sinclair/typebox';
 import { sql, type SqlBool } from 'kysely';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -16,7 +14,7 @@ import { authenticators as authenticatorsDef } from '../resources/authenticators
 import { identities as identitiesDef } from '../resources/identities.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
-import { expiryHeaders, principalOf } from './credentials.js';
+import { expiryHeaders, peerCertificate, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
 import { IdentityReadExtra } from './identity-schemas.js';
@@ -34,17 +32,6 @@ const AuthenticateBody = Type.Object(
 
 const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: true });
 
-function peerCertificate(request: FastifyRequest): X509Certificate | undefined {
-  const socket = request.raw.socket as TLSSocket;
-  if (typeof socket.getPeerCertificate !== 'function') return undefined;
-  const peer = socket.getPeerCertificate();
-  if (!peer || !peer.raw) return undefined;
-  try {
-    return new X509Certificate(peer.raw);
-  } catch {
-    return undefined;
-  }
-}
 
 const authenticatorRead = readSchema(authenticatorsDef);
 const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 100 }) };
