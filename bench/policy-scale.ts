@@ -1,4 +1,5 @@
-// Policy link maintenance at the scale targets, run by hand (not part of `npm run bench`):
+// Policy link maintenance at the scale targets, run by hand (not part of `npm run bench`, whose scale
+// section measures the same two changes over HTTP on the generated store of bench/scale-store.ts):
 //
 //   npm run build && node dist/bench/policy-scale.js [--memory]
 //

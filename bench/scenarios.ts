@@ -3,6 +3,7 @@
 // scenario; a `setup` runs once before the warm-up and may log in and set headers on the scenario.
 // A scenario whose request changes with every answer (a refresh token chain) sets `dynamic`.
 import { createHash, randomBytes } from 'node:crypto';
+import type { ScaleInfo } from './scale-store.js';
 
 export interface Response {
   status: number;
@@ -19,6 +20,8 @@ export interface BenchContext {
   request(method: string, path: string, options?: { headers?: Record<string, string>; body?: string }): Promise<Response>;
   /** The peer provider (oidc-provider) the refresh grant is compared with, on the same machine. */
   peer: { url: string; request: BenchContext['request'] };
+  /** In the scale section only: what the scale store holds (bench/scale-store.ts); `admin` is its admin. */
+  scale?: ScaleInfo;
 }
 
 /** A request whose body comes from the previous answer (each connection follows a token chain). */
@@ -38,8 +41,14 @@ export interface Scenario {
   headers?: Record<string, string>;
   body?: string;
   setup?(ctx: BenchContext, scenario: Scenario): Promise<void>;
-  /** Lowest acceptable ratio of the scenario's requests/s to the baseline's. */
+  /** Requests go to these paths in turn (each connection rotates through them) instead of `path`. */
+  paths?: readonly string[];
+  /** Lowest acceptable ratio of the scenario's requests/s to the baseline's; 0: none. */
   target: number;
+  /** Highest acceptable p99 latency, in milliseconds, beside the ratio target. */
+  p99TargetMs?: number;
+  /** Concurrent connections of this scenario instead of the run's (then no ratio is taken). */
+  connections?: number;
   /**
    * What the ratio is taken against: the constant route (default), the raw Argon2id verify rate
    * measured in the same run (for password logins, where the hash should be the whole cost), or the
@@ -58,10 +67,11 @@ export const BASELINE_PATH = '/bench/baseline';
 
 export const baseline: Scenario = { name: 'baseline', method: 'GET', path: BASELINE_PATH, target: 1 };
 
-async function login(ctx: BenchContext): Promise<string> {
+/** Password login (the admin by default); answers the API session token. */
+async function login(ctx: BenchContext, credentials: { username: string; password: string } = ctx.admin): Promise<string> {
   const res = await ctx.request('POST', '/edge/client/v1/authenticate?method=password', {
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(ctx.admin),
+    body: JSON.stringify({ username: credentials.username, password: credentials.password }),
   });
   const token = res.headers['overlay-session'];
   if (res.status !== 200 || typeof token !== 'string') throw new Error(`login failed: ${res.status} ${res.body}`);
@@ -188,4 +198,49 @@ export const scenarios: Scenario[] = [
       scenario.body = JSON.stringify(ctx.admin);
     },
   },
+];
+
+// ---- the scale store ------------------------------------------------------------------------------
+
+function scaleOf(ctx: BenchContext): ScaleInfo {
+  if (!ctx.scale) throw new Error('a scale scenario runs in the scale section only');
+  return ctx.scale;
+}
+
+/** `/identities/{id}/services` as the admin, rotating over identities with about 20 services. */
+function identityServices(connections?: number): Scenario {
+  return {
+    name: connections === undefined ? 'identity services (scale)' : `identity services (scale, ${connections} connection)`,
+    method: 'GET',
+    path: '/edge/management/v1/identities/{id}/services',
+    target: 0,
+    p99TargetMs: 20,
+    ...(connections !== undefined ? { connections } : {}),
+    async setup(ctx, scenario) {
+      const scale = scaleOf(ctx);
+      scenario.headers = { 'overlay-session': await login(ctx) };
+      scenario.paths = scale.identitiesWith20Services.map((id) => `/edge/management/v1/identities/${id}/services`);
+      // The route counts what the generator counted.
+      const res = await ctx.request('GET', scenario.paths[0]!, { headers: scenario.headers });
+      const total = (JSON.parse(res.body) as { meta?: { pagination?: { totalCount?: number } } }).meta?.pagination?.totalCount;
+      const { min, max } = scale.servicesPerIdentity;
+      if (res.status !== 200 || total === undefined || total < min || total > max) {
+        throw new Error(`${scenario.paths[0]} answered ${res.status} with ${total} services, not ${min}..${max}`);
+      }
+    },
+  };
+}
+
+/**
+ * Measured in the scale section, on a controller started on (a copy of) the scale store, beside the
+ * baseline route of that controller. `ctx.admin` is the store's admin; `ctx.scale.client` an identity
+ * with a password (`login(ctx, ctx.scale.client)`), about 20 services it may dial (`serviceIds`) and
+ * edge routers it shares with them.
+ */
+export const scaleScenarios: Scenario[] = [
+  // Under the run's load: requests/s beside the baseline; the latency includes queueing behind the
+  // other connections.
+  identityServices(),
+  // One request at a time: the latency of the request itself.
+  identityServices(1),
 ];
