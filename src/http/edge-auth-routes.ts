@@ -37,6 +37,7 @@ const authenticatorRead = readSchema(authenticatorsDef);
 const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 100 }) };
 
 export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
+  const serialisedIdentities = new WeakMap<object, string>();
   const tags = ['authentication'];
 
   app.post('/authenticate', {
@@ -108,7 +109,16 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       tags: ['current-identity'],
       response: { 200: dataEnvelopeSchema(readSchema(identitiesDef, IdentityReadExtra)) },
     },
-    handler: async (request) => envelope(await core.identityAnswers.get(principalOf(request).identity.id)),
+    handler: async (request, reply) => {
+      // The answer object lives until something it shows changes; so does its serialised form.
+      const answer = await core.identityAnswers.get(principalOf(request).identity.id);
+      let body = serialisedIdentities.get(answer);
+      if (body === undefined) {
+        body = reply.serialize(envelope(answer)) as string;
+        serialisedIdentities.set(answer, body);
+      }
+      return reply.type('application/json; charset=utf-8').send(body);
+    },
   });
 
   // The caller's own authenticators: scoped to the caller before any filter.
