@@ -243,4 +243,55 @@ export const scaleScenarios: Scenario[] = [
   identityServices(),
   // One request at a time: the latency of the request itself.
   identityServices(1),
+  ...clientScenarios(),
 ];
+
+/**
+ * The Client API as the scale client (about 20 services): its service list (every service, as SDKs
+ * ask for it), the same list with every answer made anew (64 query strings in turn, more than an API
+ * session's kept answers), and a Dial session (the same request again answers the existing session).
+ */
+function clientScenarios(): Scenario[] {
+  const asClient = async (ctx: BenchContext, scenario: Scenario, extra: Record<string, string> = {}) => {
+    scenario.headers = { 'overlay-session': await login(ctx, scaleOf(ctx).client), ...extra };
+  };
+  const services = '/edge/client/v1/services?limit=500';
+  return [
+    {
+      name: 'client services (scale)',
+      method: 'GET',
+      path: services,
+      target: 0.3,
+      async setup(ctx, scenario) {
+        await asClient(ctx, scenario);
+        const res = await ctx.request('GET', services, { headers: scenario.headers });
+        const total = (JSON.parse(res.body) as { meta?: { pagination?: { totalCount?: number } } }).meta?.pagination?.totalCount;
+        if (res.status !== 200 || total !== scaleOf(ctx).client.serviceIds.length) {
+          throw new Error(`${services} answered ${res.status} with ${total} services, not ${scaleOf(ctx).client.serviceIds.length}`);
+        }
+      },
+    },
+    {
+      name: 'client services, answers not kept (scale)',
+      method: 'GET',
+      path: services,
+      target: 0,
+      async setup(ctx, scenario) {
+        await asClient(ctx, scenario);
+        scenario.paths = Array.from({ length: 64 }, (_, i) => `${services}&n=${i}`);
+      },
+    },
+    {
+      name: 'create session (scale)',
+      method: 'POST',
+      path: '/edge/client/v1/sessions',
+      target: 0.2,
+      async setup(ctx, scenario) {
+        await asClient(ctx, scenario, { 'content-type': 'application/json' });
+        scenario.body = JSON.stringify({ serviceId: scaleOf(ctx).client.serviceIds[0], type: 'Dial' });
+        const res = await ctx.request('POST', scenario.path, { headers: scenario.headers, body: scenario.body });
+        if (res.status !== 201) throw new Error(`creating a session failed: ${res.status} ${res.body}`);
+      },
+    },
+  ];
+}

@@ -26,6 +26,7 @@ import { authPolicies } from '../resources/auth-policies.js';
 import { authenticators } from '../resources/authenticators.js';
 import { identities } from '../resources/identities.js';
 import { identityTypes } from '../resources/identity-types.js';
+import { sessions } from '../resources/sessions.js';
 
 export interface ResourceDeps {
   sessions: ApiSessions;
@@ -56,6 +57,7 @@ export function registerResources(resources: Resources, deps: ResourceDeps): voi
   resources.register(revocations, revocationBehaviour(deps.tokenLifetimes));
   resources.register(controllerSettings, controllerSettingBehaviour());
   resources.register(controllers);
+  resources.register(sessions);
 
   // What each in-memory view of the credential pipeline drops when a record moves.
   resources.changes.subscribe((c) => {

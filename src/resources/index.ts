@@ -11,6 +11,7 @@ import { edgeRouters, routers } from './routers.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from './policies.js';
 import { postureChecks, postureCheckTypes } from './posture-checks.js';
 import { controllers, controllerSettings, revocations } from './operations.js';
+import { sessions } from './sessions.js';
 
 /** Every resource with a table of its own (transit-routers share the routers table). */
 export const resourceDefs: readonly ResourceDef[] = [
@@ -33,6 +34,7 @@ export const resourceDefs: readonly ResourceDef[] = [
   revocations,
   controllerSettings,
   controllers,
+  sessions,
 ];
 
 export function tableOf(collection: string): string {

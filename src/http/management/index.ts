@@ -17,6 +17,7 @@ import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
 import { servicesRoutes } from './services.js';
+import { managementSessionsRoutes } from './sessions.js';
 import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
@@ -37,6 +38,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   routersRoutes(app, core);
   operationsRoutes(app, core);
   relatedRoutes(app, core);
+  managementSessionsRoutes(app, core);
 
   const identities = r.get('identities');
   const authenticators = r.get('authenticators');

@@ -1,0 +1,572 @@
+// Sessions (behaviour.md §8): an identity's Dial or Bind of one service inside one API session.
+// Creating one checks, in this order: the caller may use the service (else 404), the type is granted
+// (400), the posture of at least one granting policy of that type passes (409 INVALID_POSTURE, and
+// the refusal is recorded), some edge router serves both (400 NO_EDGE_ROUTERS_AVAILABLE). A repeat
+// request of the same API session, service and type answers the existing session.
+//
+// The session token is a JWT signed with the controller's current signing key (the OIDC provider's,
+// published at /oidc/keys), so a router can check it offline. It is never stored: it is signed when
+// first needed and kept in memory.
+import { sql, type SqlBool } from 'kysely';
+import { Type } from '@sinclair/typebox';
+import { ApiError, fieldError, notFound } from '../errors.js';
+import { iso, type Clock } from '../clock.js';
+import { newUuid } from '../ids.js';
+import { entityRef, filterSpec, type FilterSpec } from '../resources/kit.js';
+import { edgeRouters as edgeRoutersDef } from '../resources/routers.js';
+import { sessions as sessionsDef, type SessionType } from '../resources/sessions.js';
+import { parseCompact, signCompact, verifySignature } from '../oidc/jws.js';
+import type { SigningKeys } from '../oidc/keys.js';
+import type { Issuers } from '../oidc/issuer.js';
+import type { Entity, ListQuery, Repository } from '../store/repository.js';
+import type { Store } from '../store/store.js';
+import type { ChangeFeed } from './changes.js';
+import { factsOf, type AccessViews, type Caller, type PostureCheckCatalog } from './client-services.js';
+import { evaluatePolicy, type CheckResult, type PostureCheck, type PostureFailure, type PostureStore } from './posture.js';
+import { identityEdgeRouters, idIn, serviceEdgeRouters } from './related.js';
+
+/** Edge routers answered with a new session. */
+export const SESSION_EDGE_ROUTERS = 25;
+/** Sessions kept in memory; beyond it the oldest are read from the store again when asked for. */
+const MAX_CACHED_SESSIONS = 200_000;
+/** (identity, service) edge router lists kept in memory. */
+const MAX_CACHED_ROUTER_LISTS = 100_000;
+
+/** Collections whose changes may alter which edge routers serve an identity and a service. */
+const ROUTER_COLLECTIONS: ReadonlySet<string> = new Set(['edge-routers', 'edge-router-policies', 'service-edge-router-policies', 'services']);
+
+/**
+ * The edge routers of new sessions, per identity and service, kept until a change that may alter
+ * them: any write of an edge router (its online state included), of an edge router or service edge
+ * router policy, or of a service; or of the identity (its attributes move its policy links).
+ */
+class RouterLists {
+  private global = 0;
+  private readonly identities = new Map<string, number>();
+  private readonly cache = new Map<string, { global: number; identity: number; routers: ClientEdgeRouter[] }>();
+
+  constructor(changes: ChangeFeed) {
+    changes.subscribe((c) => {
+      if (ROUTER_COLLECTIONS.has(c.collection)) {
+        this.global++;
+        this.cache.clear();
+      } else if (c.collection === 'identities') {
+        this.identities.set(c.id, (this.identities.get(c.id) ?? 0) + 1);
+      }
+    });
+  }
+
+  /** The kept list, or a reader of it that keeps what it reads (unless a change came meanwhile). */
+  async get(identityId: string, serviceId: string, read: () => Promise<ClientEdgeRouter[]>): Promise<ClientEdgeRouter[]> {
+    const key = `${identityId}\u0000${serviceId}`;
+    const global = this.global;
+    const identity = this.identities.get(identityId) ?? 0;
+    const hit = this.cache.get(key);
+    if (hit && hit.global === global && hit.identity === identity) return hit.routers;
+    const routers = await read();
+    if (global === this.global && identity === (this.identities.get(identityId) ?? 0)) {
+      this.cache.delete(key);
+      this.cache.set(key, { global, identity, routers });
+      if (this.cache.size > MAX_CACHED_ROUTER_LISTS) {
+        const oldest = this.cache.keys().next().value;
+        if (oldest !== undefined) this.cache.delete(oldest);
+      }
+    }
+    return routers;
+  }
+}
+
+export interface SessionRecord {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, string | boolean | null>;
+  apiSessionId: string;
+  identityId: string;
+  serviceId: string;
+  type: SessionType;
+}
+
+// ---- edge routers as clients see them --------------------------------------------------------------
+
+/** An edge router in a client answer: how to reach it, nothing of its enrollment. */
+export interface ClientEdgeRouter {
+  id: string;
+  name: string;
+  hostname: string;
+  isOnline: boolean;
+  supportedProtocols: Record<string, string>;
+  urls: Record<string, string>;
+  cost: number;
+  noTraversal: boolean;
+  disabled: boolean;
+}
+
+export const ClientEdgeRouterSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  hostname: Type.String(),
+  isOnline: Type.Boolean(),
+  supportedProtocols: Type.Record(Type.String(), Type.String()),
+  urls: Type.Record(Type.String(), Type.String(), { description: 'the same as supportedProtocols' }),
+  cost: Type.Integer(),
+  noTraversal: Type.Boolean(),
+  disabled: Type.Boolean(),
+});
+
+/** The edge router list items of the Client API: the entity base fields too. */
+export const ClientEdgeRouterListItemSchema = Type.Composite([
+  Type.Object({
+    _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })),
+    createdAt: Type.String(),
+    updatedAt: Type.String(),
+    tags: Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean(), Type.Null()])),
+  }),
+  ClientEdgeRouterSchema,
+]);
+
+export function clientEdgeRouter(e: Entity): ClientEdgeRouter {
+  const protocols = (e.supportedProtocols ?? {}) as Record<string, string>;
+  return {
+    id: e.id,
+    name: String(e.name),
+    hostname: String(e.hostname ?? ''),
+    isOnline: e.isOnline === true,
+    supportedProtocols: protocols,
+    urls: protocols,
+    cost: Number(e.cost ?? 0),
+    noTraversal: e.noTraversal === true,
+    disabled: e.disabled === true,
+  };
+}
+
+export function clientEdgeRouterListItem(e: Entity): Record<string, unknown> {
+  return {
+    _links: { self: { href: `./edge-routers/${e.id}` } },
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+    tags: e.tags,
+    ...clientEdgeRouter(e),
+  };
+}
+
+/** Filter and sort of client edge router lists: only the fields a client sees. */
+export const CLIENT_EDGE_ROUTER_FILTER: FilterSpec = (() => {
+  const full = filterSpec(edgeRoutersDef);
+  const shown = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'name', 'hostname', 'isOnline', 'cost', 'noTraversal', 'disabled']);
+  return {
+    symbols: new Map([...full.symbols].filter(([name]) => shown.has(name))),
+    sortable: new Set([...full.sortable].filter((name) => shown.has(name))),
+    fields: full.fields.filter((name) => shown.has(name)),
+  };
+})();
+
+/** Scopes of the client edge router lists. */
+export const edgeRouterScope = {
+  /** The edge routers an identity may use (edge router policies). */
+  ofIdentity: (identityId: string) => idIn(edgeRoutersDef.table, identityEdgeRouters(identityId)),
+  /** Those it may use for a service (and that service edge router policies let carry it). */
+  forService: (identityId: string, serviceId: string) =>
+    sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
+};
+
+// ---- sessions ----------------------------------------------------------------------------------------
+
+export const SessionCreateSchema = Type.Object(
+  {
+    serviceId: Type.String({ minLength: 1, maxLength: 255, description: 'the service to dial or bind' }),
+    type: Type.Optional(Type.Union([Type.Literal('Dial'), Type.Literal('Bind'), Type.Literal('Invalid')], { description: 'Dial (default) or Bind' })),
+    tags: Type.Optional(
+      Type.Union([
+        Type.Record(Type.String({ minLength: 1, maxLength: 128 }), Type.Union([Type.String({ maxLength: 4096 }), Type.Boolean(), Type.Null()]), {
+          maxProperties: 100,
+        }),
+        Type.Null(),
+      ]),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export interface SessionCreate {
+  serviceId: string;
+  type?: 'Dial' | 'Bind' | 'Invalid';
+  tags?: Record<string, string | boolean | null> | null;
+}
+
+const Ref = Type.Object({
+  _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })),
+  entity: Type.String(),
+  id: Type.String(),
+  name: Type.String(),
+});
+
+/** A session as answered (management: without token and edge routers). */
+export const SessionSchema = Type.Object({
+  _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })),
+  id: Type.String(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  tags: Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean(), Type.Null()])),
+  apiSessionId: Type.String(),
+  apiSession: Ref,
+  identityId: Type.String(),
+  identity: Ref,
+  serviceId: Type.String(),
+  service: Ref,
+  type: Type.String(),
+  token: Type.Optional(Type.String({ description: 'JWT for the edge routers; only to the session owner' })),
+  edgeRouters: Type.Optional(Type.Array(ClientEdgeRouterSchema)),
+});
+
+export const SESSION_FILTER: FilterSpec = filterSpec(sessionsDef);
+
+export interface SessionsDeps {
+  store: Store;
+  clock: Clock;
+  changes: ChangeFeed;
+  repo: Repository;
+  edgeRouters: Repository;
+  access: AccessViews;
+  checks: PostureCheckCatalog;
+  posture: PostureStore;
+  keys: SigningKeys;
+  issuers: Pick<Issuers, 'accepts'>;
+}
+
+function recordOf(e: Entity): SessionRecord {
+  return {
+    id: e.id,
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+    tags: e.tags ?? {},
+    apiSessionId: String(e.apiSessionId),
+    identityId: String(e.identityId),
+    serviceId: String(e.serviceId),
+    type: e.type as SessionType,
+  };
+}
+
+const keyOf = (apiSessionId: string, serviceId: string, type: string) => `${apiSessionId}\u0000${serviceId}\u0000${type}`;
+
+export class Sessions {
+  private readonly byId = new Map<string, SessionRecord>();
+  private readonly byKey = new Map<string, string>();
+  /** API session id → ids of its cached sessions (an API session's end drops them without a scan). */
+  private readonly byApiSession = new Map<string, Set<string>>();
+  private readonly tokens = new Map<string, string>();
+  /** Service names for references, dropped when a service changes. */
+  private readonly serviceNames = new Map<string, string>();
+  private readonly routerLists: RouterLists;
+
+  constructor(private readonly d: SessionsDeps) {
+    this.routerLists = new RouterLists(d.changes);
+    d.changes.subscribe((c) => {
+      if (c.collection === 'api-sessions' && c.kind === 'delete') {
+        for (const id of [...(this.byApiSession.get(c.id) ?? [])]) this.forget(id);
+      }
+      else if (c.collection === 'identities' && c.kind === 'delete') this.forgetWhere((s) => s.identityId === c.id);
+      else if (c.collection === 'services' && c.kind !== 'create') {
+        this.serviceNames.delete(c.id);
+        if (c.kind === 'delete') this.forgetWhere((s) => s.serviceId === c.id);
+      } else if (c.collection === 'sessions' && c.kind === 'delete') this.forget(c.id);
+    });
+    // Tokens signed with a key that is rotated out would no longer verify: sign again when asked.
+    d.keys.onChange(() => this.tokens.clear());
+  }
+
+  // ---- create ------------------------------------------------------------------------------------
+
+  /** Creates (or answers the existing) session of the caller's API session for a service and type. */
+  async create(
+    caller: Caller,
+    input: SessionCreate,
+    issuer: string,
+  ): Promise<{ session: SessionRecord; token: string; edgeRouters: ClientEdgeRouter[] }> {
+    const { serviceId } = input;
+    const type = input.type ?? 'Dial';
+    const { grants, checksOf } = await this.d.access.grantsFor(caller.identityId, serviceId);
+    if (grants.length === 0) throw notFound('service', serviceId);
+    if (type !== 'Dial' && type !== 'Bind') throw fieldError('type', 'must be Dial or Bind', type);
+    const granting = grants.filter((g) => g.type === type);
+    if (granting.length === 0) throw fieldError('type', `no service policy lets the caller ${type} this service`, type);
+
+    const now = this.d.clock();
+    const catalog = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
+    const facts = await factsOf(this.d.posture, caller, now);
+    const evaluated = granting.map((g) => {
+      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is PostureCheck => c !== undefined);
+      return { policyId: g.policyId, checks, ...evaluatePolicy(checks, facts) };
+    });
+    if (!evaluated.some((e) => e.isPassing)) await this.refuse(caller, serviceId, type, evaluated, now);
+
+    const edgeRouters = await this.routerLists.get(caller.identityId, serviceId, () =>
+      this.edgeRoutersFor(caller.identityId, serviceId, SESSION_EDGE_ROUTERS),
+    );
+    if (edgeRouters.length === 0) {
+      throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE', `no edge router lets the caller reach the service ${serviceId}`);
+    }
+    const session = await this.findOrInsert(caller, serviceId, type, input.tags ?? {}, now);
+    return { session, token: this.tokenOf(session, issuer), edgeRouters };
+  }
+
+  /** Records the refusal and throws 409 INVALID_POSTURE with every check of every granting policy. */
+  private async refuse(
+    caller: Caller,
+    serviceId: string,
+    type: SessionType,
+    evaluated: { policyId: string; checks: PostureCheck[]; results: CheckResult[] }[],
+    now: number,
+  ): Promise<never> {
+    const db = this.d.store.db;
+    const policyNames = new Map(
+      (await db.selectFrom('service_policies').select(['id', 'name']).where('id', 'in', evaluated.map((e) => e.policyId)).execute()).map((r) => [
+        String(r.id),
+        String(r.name),
+      ]),
+    );
+    const failure: PostureFailure = {
+      apiSessionId: caller.apiSessionId,
+      serviceId,
+      serviceName: await this.serviceName(serviceId),
+      sessionType: type,
+      when: iso(now),
+      policyFailures: evaluated.map((e) => ({
+        policyId: e.policyId,
+        policyName: policyNames.get(e.policyId) ?? '',
+        checks: e.checks
+          .filter((_c, i) => !e.results[i]!.isPassing)
+          .map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: String(c.typeId) })),
+      })),
+    };
+    await this.d.posture.recordFailure(caller.identityId, failure);
+    throw new ApiError('INVALID_POSTURE', `the posture checks of every service policy granting ${type} on this service fail`, {
+      message: 'posture checks failed',
+      data: Object.fromEntries(evaluated.map((e) => [e.policyId, e.results])),
+    });
+  }
+
+  private async findOrInsert(
+    caller: Caller,
+    serviceId: string,
+    type: SessionType,
+    tags: Record<string, string | boolean | null>,
+    now: number,
+  ): Promise<SessionRecord> {
+    const key = keyOf(caller.apiSessionId, serviceId, type);
+    const known = this.byId.get(this.byKey.get(key) ?? '');
+    if (known) return known;
+    const existing = await this.findByKey(caller.apiSessionId, serviceId, type);
+    if (existing) return existing;
+    const session: SessionRecord = {
+      id: newUuid(),
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      tags,
+      apiSessionId: caller.apiSessionId,
+      identityId: caller.identityId,
+      serviceId,
+      type,
+    };
+    try {
+      await this.d.repo.insert(this.d.store.db, { ...session });
+    } catch (err) {
+      const dialect = this.d.store.dialect;
+      if (dialect.uniqueViolation(err, this.d.repo.table) !== undefined) {
+        // A concurrent request of the same API session made it first.
+        const raced = await this.findByKey(caller.apiSessionId, serviceId, type);
+        if (raced) return raced;
+      }
+      // The service was deleted, or the API session ended, meanwhile.
+      if (dialect.isForeignKeyViolation(err)) {
+        const service = await this.d.store.db.selectFrom('services').select('id').where('id', '=', serviceId).executeTakeFirst();
+        if (!service) throw notFound('service', serviceId);
+        throw new ApiError('UNAUTHORIZED', 'the API session has ended');
+      }
+      throw err;
+    }
+    this.remember(session);
+    this.d.changes.emit({ collection: 'sessions', kind: 'create', id: session.id, entity: { ...session } });
+    return session;
+  }
+
+  private async findByKey(apiSessionId: string, serviceId: string, type: string): Promise<SessionRecord | undefined> {
+    const row = await this.d.store.db
+      .selectFrom(this.d.repo.table)
+      .selectAll()
+      .where('api_session_id', '=', apiSessionId)
+      .where('service_id', '=', serviceId)
+      .where('type', '=', type)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const s = recordOf(this.d.repo.fromRow(row as Record<string, unknown>));
+    this.remember(s);
+    return s;
+  }
+
+  // ---- tokens ------------------------------------------------------------------------------------
+
+  /** The session's JWT: `sub` service, `jti` session, `ov_asid`, `ov_t: "s"`, `ov_st` Dial or Bind. */
+  tokenOf(s: SessionRecord, issuer: string): string {
+    const cached = this.tokens.get(s.id);
+    if (cached) return cached;
+    const key = this.d.keys.current;
+    const token = signCompact(key.alg, key.privateKey, key.headers.jwt, {
+      iss: issuer,
+      sub: s.serviceId,
+      jti: s.id,
+      iat: Math.floor(Date.parse(s.createdAt) / 1000),
+      ov_asid: s.apiSessionId,
+      ov_t: 's',
+      ov_st: s.type,
+    });
+    this.tokens.set(s.id, token);
+    return token;
+  }
+
+  /**
+   * Whether a session token names a live session of the caller's identity for the service: signed by
+   * a current or previous key of the controller, a session token (`ov_t: "s"`) of this issuer, and
+   * the session exists with that service and API session.
+   */
+  async verifyToken(caller: Caller, serviceId: string, token: string): Promise<boolean> {
+    const parsed = parseCompact(token);
+    if (!parsed) return false;
+    const key = this.d.keys.get(parsed.header.kid);
+    if (!key || key.alg !== parsed.header.alg || !verifySignature(parsed, key.publicKey)) return false;
+    const c = parsed.payload;
+    if (c.ov_t !== 's' || c.sub !== serviceId || typeof c.jti !== 'string' || !this.d.issuers.accepts(c.iss)) return false;
+    const s = await this.load(c.jti);
+    return s !== undefined && s.identityId === caller.identityId && s.serviceId === serviceId && s.apiSessionId === c.ov_asid;
+  }
+
+  // ---- reads and deletes -------------------------------------------------------------------------
+
+  /** The session by id, from memory or the store. */
+  async load(id: string): Promise<SessionRecord | undefined> {
+    const cached = this.byId.get(id);
+    if (cached) return cached;
+    const e = await this.d.repo.get(this.d.store.db, id);
+    if (!e) return undefined;
+    const s = recordOf(e);
+    this.remember(s);
+    return s;
+  }
+
+  /** A session of the caller's identity; 404 for any other. */
+  async own(caller: Caller, id: string): Promise<SessionRecord> {
+    const s = await this.load(id);
+    if (!s || s.identityId !== caller.identityId) throw notFound('session', id);
+    return s;
+  }
+
+  /** A page of sessions; `identityId` scopes it to one identity's (before the filter). */
+  async list(q: Omit<ListQuery, 'scope'>, identityId?: string): Promise<{ items: SessionRecord[]; total: number }> {
+    const scope = identityId === undefined ? undefined : sql<SqlBool>`${sql.ref('sessions.identity_id')} = ${identityId}`;
+    const { items, total } = await this.d.repo.list(this.d.store.db, scope ? { ...q, scope } : q);
+    return { items: items.map(recordOf), total };
+  }
+
+  async get(id: string): Promise<SessionRecord> {
+    const s = await this.load(id);
+    if (!s) throw notFound('session', id);
+    return s;
+  }
+
+  async delete(s: SessionRecord): Promise<void> {
+    await this.d.repo.delete(this.d.store.db, s.id);
+    this.forget(s.id);
+    this.d.changes.emit({ collection: 'sessions', kind: 'delete', id: s.id, entity: { ...s } });
+  }
+
+  // ---- answers -----------------------------------------------------------------------------------
+
+  /**
+   * Sessions as answered; token and edge routers only where the owner asked. `known` names an
+   * identity whose name needs no lookup (the caller).
+   */
+  async present(
+    list: readonly SessionRecord[],
+    extra: (s: SessionRecord) => { token?: string; edgeRouters?: ClientEdgeRouter[] } = () => ({}),
+    known?: { id: string; name: string },
+  ): Promise<Record<string, unknown>[]> {
+    const db = this.d.store.db;
+    const identityNames = new Map<string, string>(known ? [[known.id, known.name]] : []);
+    const identityIds = [...new Set(list.map((s) => s.identityId))].filter((id) => !identityNames.has(id));
+    if (identityIds.length > 0) {
+      for (const r of await db.selectFrom('identities').select(['id', 'name']).where('id', 'in', identityIds).execute()) {
+        identityNames.set(String(r.id), String(r.name));
+      }
+    }
+    const serviceNames = new Map<string, string>();
+    for (const id of new Set(list.map((s) => s.serviceId))) serviceNames.set(id, await this.serviceName(id));
+    return list.map((s) => ({
+      _links: { self: { href: `./sessions/${s.id}` }, 'route-path': { href: `./sessions/${s.id}/route-path` } },
+      id: s.id,
+      createdAt: s.createdAt,
+      updatedAt: s.updatedAt,
+      tags: s.tags,
+      apiSessionId: s.apiSessionId,
+      // API sessions have no name: the reference names it by its id.
+      apiSession: entityRef('api-sessions', s.apiSessionId, s.apiSessionId),
+      identityId: s.identityId,
+      identity: entityRef('identities', s.identityId, identityNames.get(s.identityId) ?? ''),
+      serviceId: s.serviceId,
+      service: entityRef('services', s.serviceId, serviceNames.get(s.serviceId) ?? ''),
+      type: s.type,
+      ...extra(s),
+    }));
+  }
+
+  /** Up to `limit` edge routers the identity may use for the service: online, enabled and cheap first. */
+  async edgeRoutersFor(identityId: string, serviceId: string, limit: number): Promise<ClientEdgeRouter[]> {
+    const rows = await this.d.store.db
+      .selectFrom(edgeRoutersDef.table)
+      .selectAll()
+      .where(edgeRouterScope.forService(identityId, serviceId))
+      .orderBy('is_online', 'desc')
+      .orderBy('disabled', 'asc')
+      .orderBy('cost', 'asc')
+      .orderBy('name', 'asc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r as Record<string, unknown>)));
+  }
+
+  private async serviceName(id: string): Promise<string> {
+    const cached = this.serviceNames.get(id);
+    if (cached !== undefined) return cached;
+    const row = await this.d.store.db.selectFrom('services').select('name').where('id', '=', id).executeTakeFirst();
+    const name = row ? String(row.name) : '';
+    if (row) this.serviceNames.set(id, name);
+    return name;
+  }
+
+  private remember(s: SessionRecord): void {
+    if (this.byId.size >= MAX_CACHED_SESSIONS) {
+      const oldest = this.byId.keys().next().value;
+      if (oldest !== undefined) this.forget(oldest);
+    }
+    this.byId.set(s.id, s);
+    this.byKey.set(keyOf(s.apiSessionId, s.serviceId, s.type), s.id);
+    let ids = this.byApiSession.get(s.apiSessionId);
+    if (!ids) this.byApiSession.set(s.apiSessionId, (ids = new Set()));
+    ids.add(s.id);
+  }
+
+  private forget(id: string): void {
+    const s = this.byId.get(id);
+    this.tokens.delete(id);
+    if (!s) return;
+    this.byId.delete(id);
+    const key = keyOf(s.apiSessionId, s.serviceId, s.type);
+    if (this.byKey.get(key) === id) this.byKey.delete(key);
+    const ids = this.byApiSession.get(s.apiSessionId);
+    ids?.delete(id);
+    if (ids?.size === 0) this.byApiSession.delete(s.apiSessionId);
+  }
+
+  private forgetWhere(test: (s: SessionRecord) => boolean): void {
+    for (const s of [...this.byId.values()]) if (test(s)) this.forget(s.id);
+  }
+}

@@ -1,0 +1,203 @@
+// Services on the Client API: the caller's services (only those it may dial or bind, scoped before
+// any filter), one of them, its edge routers and terminators, the caller's edge routers, and the
+// service-list change marker. Changing a service here takes the service permissions, as on the
+// Management API.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { sql, type SqlBool } from 'kysely';
+import type { Core } from '../../app/core.js';
+import type { ConfigTypeChoice } from '../../domain/client-services.js';
+import { PostureQuerySchema } from '../../domain/posture.js';
+import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
+import { TerminatorReadExtra } from '../../domain/routers.js';
+import { assertCreateOnlyUnchanged } from '../../domain/services.js';
+import { clientEdgeRouterListItem, ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, edgeRouterScope } from '../../domain/sessions.js';
+import { ApiError } from '../../errors.js';
+import { splitList } from '../../oidc/provider.js';
+import { readSchema } from '../../resources/kit.js';
+import { services as servicesDef } from '../../resources/services.js';
+import { SESSION } from '../auth-requirements.js';
+import { envelope } from '../envelope.js';
+import { listMeta, MAX_LIMIT, parseList } from '../list.js';
+import { ServiceReadExtra } from '../management/services.js';
+import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
+import { callerOf, networkOf } from './network.js';
+
+const ConfigTypesQuery = {
+  configTypes: Type.Optional(
+    Type.Union([Type.String({ maxLength: 4096 }), Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 })], {
+      description: 'config types (ids or names; `all`) whose configs the answer carries; default: those of the API session',
+    }),
+  ),
+};
+
+const ServicesQuery = Type.Composite([ListQuerySchema, Type.Object({ ...ConfigTypesQuery, ...RoleFilterQuery })], { additionalProperties: true });
+const ServiceQuery = Type.Object(ConfigTypesQuery, { additionalProperties: true });
+
+export const ClientServiceSchema = readSchema(servicesDef, {
+  ...ServiceReadExtra,
+  permissions: Type.Array(Type.String(), { description: 'Bind and/or Dial: what the caller may do' }),
+  config: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'config type name → config data, for the config types asked for; the identity’s overrides applied',
+  }),
+  postureQueries: Type.Array(
+    Type.Object({
+      policyId: Type.String(),
+      policyType: Type.String(),
+      isPassing: Type.Boolean(),
+      postureQueries: Type.Array(PostureQuerySchema),
+    }),
+    { description: 'one entry per service policy granting the caller access' },
+  ),
+});
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function configTypeChoice(query: Record<string, unknown>): ConfigTypeChoice {
+  const raw = query.configTypes as string | string[] | undefined;
+  return raw === undefined ? 'session' : { given: splitList(raw) };
+}
+
+/** The session-token header: when present it must be a session of the caller for this service. */
+const SessionTokenHeaders = Type.Object(
+  { 'session-token': Type.Optional(Type.String({ maxLength: 8192, description: 'a session token (JWT) of the caller for this service' })) },
+  { additionalProperties: true },
+);
+
+export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
+  const flavor = core.store.dialect.flavor;
+  const network = networkOf(core);
+  const services = core.resources.get('services');
+  const terminators = core.resources.get('terminators');
+  const edgeRouters = core.resources.get('edge-routers');
+  const tags = ['services'];
+
+  app.get('/services', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listServices',
+      tags,
+      querystring: ServicesQuery,
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientServiceSchema)) },
+    },
+    handler: async (request, reply) => {
+      const caller = callerOf(request);
+      // The same request of the same API session, nothing it depends on changed since: the same answer.
+      const stamp = network.stamp(caller);
+      const known = network.answers.get(caller.apiSessionId, request.url, stamp);
+      if (known !== undefined) return reply.type(JSON_TYPE).send(known);
+      const query = request.query as Record<string, unknown>;
+      const list = parseList(query, services.filter, flavor);
+      const roles = await roleFilterScope('services', flavor)(query);
+      const report = { timeDependent: false };
+      const { items, total } = await network.services.list(caller, list.query, configTypeChoice(query), roles, { report });
+      const body = reply.serialize(envelope(items, listMeta(list, total, services.filter))) as string;
+      if (!report.timeDependent) network.answers.put(caller.apiSessionId, request.url, stamp, body);
+      return reply.type(JSON_TYPE).send(body);
+    },
+  });
+
+  app.get('/services/:id', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'detailService',
+      tags,
+      params: IdParams,
+      querystring: ServiceQuery,
+      response: { 200: dataEnvelopeSchema(ClientServiceSchema) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      return envelope(await network.services.get(callerOf(request), id, configTypeChoice(request.query as Record<string, unknown>)));
+    },
+  });
+
+  // Patch, full update and delete: the generic admin routes, refusing a change of a create-only field.
+  void app.register(async (scoped) => {
+    scoped.addHook('preHandler', async (request) => {
+      if (request.method !== 'PUT' && request.method !== 'PATCH') return;
+      const { id } = request.params as { id: string };
+      await assertCreateOnlyUnchanged(core.resources, services.def.name, id, request.body as Record<string, unknown> | undefined);
+    });
+    registerResourceRoutes(scoped, services, flavor, { operations: ['update', 'patch', 'delete'], readExtra: ServiceReadExtra });
+  });
+
+  app.get('/services/:id/edge-routers', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listServiceEdgeRouters',
+      tags,
+      params: IdParams,
+      headers: SessionTokenHeaders,
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      const caller = callerOf(request);
+      const list = parseList(request.query as Record<string, unknown>, CLIENT_EDGE_ROUTER_FILTER, flavor);
+      await network.services.assertVisible(caller, id);
+      const token = request.headers['session-token'];
+      if (typeof token === 'string' && !(await network.sessions.verifyToken(caller, id, token))) {
+        throw new ApiError('UNAUTHORIZED', 'the session-token header is not a session of the caller for this service');
+      }
+      const { items, total } = await edgeRouters.repo.list(core.store.db, { ...list.query, scope: edgeRouterScope.forService(caller.identityId, id) });
+      return envelope(items.map(clientEdgeRouterListItem), listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
+    },
+  });
+
+  app.get('/services/:id/terminators', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listServiceTerminators',
+      tags,
+      params: IdParams,
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(terminators.def, TerminatorReadExtra))) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
+      await network.services.assertVisible(callerOf(request), id);
+      const scope = sql<SqlBool>`${sql.ref('terminators.service_id')} = ${id}`;
+      const { items, total } = await terminators.list({ ...list.query, scope });
+      return envelope(items, listMeta(list, total, terminators.filter));
+    },
+  });
+
+  app.get('/current-identity/edge-routers', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'getCurrentIdentityEdgeRouters',
+      tags: ['current-identity'],
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+    },
+    handler: async (request) => {
+      const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
+      const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
+      const scope = edgeRouterScope.ofIdentity(callerOf(request).identityId);
+      const { items, total } = await edgeRouters.repo.list(core.store.db, { ...list.query, scope });
+      return envelope(items.map(clientEdgeRouterListItem), listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
+    },
+  });
+
+  app.get('/current-api-session/service-updates', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listServiceUpdates',
+      tags: ['current-api-session'],
+      response: {
+        200: dataEnvelopeSchema(
+          Type.Object({
+            lastChangeAt: Type.String({
+              format: 'date-time',
+              description: 'the last time anything changed what this caller’s service list shows',
+            }),
+          }),
+        ),
+      },
+    },
+    handler: async (request) => envelope({ lastChangeAt: await network.markers.lastChangeAt(callerOf(request)) }),
+  });
+}

@@ -1,0 +1,79 @@
+// Sessions on the Client API: the caller creates, lists, reads and deletes its own (those of its
+// identity; any other is 404). Answers to the owner carry the session token.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../app/core.js';
+import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate } from '../../domain/sessions.js';
+import { SESSION } from '../auth-requirements.js';
+import { EMPTY, envelope } from '../envelope.js';
+import { listMeta, parseList } from '../list.js';
+import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { callerOf, issuerOf, networkOf } from './network.js';
+
+export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
+  const flavor = core.store.dialect.flavor;
+  const sessions = networkOf(core).sessions;
+  const tags = ['sessions'];
+
+  app.get('/sessions', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'listSessions',
+      tags,
+      querystring: ListQuerySchema,
+      response: { 200: dataEnvelopeSchema(Type.Array(SessionSchema)) },
+    },
+    handler: async (request) => {
+      const caller = callerOf(request);
+      const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
+      const { items, total } = await sessions.list(list.query, caller.identityId);
+      const issuer = issuerOf(core, request);
+      const answers = await sessions.present(items, (s) => ({ token: sessions.tokenOf(s, issuer) }), { id: caller.identityId, name: caller.identityName });
+      return envelope(answers, listMeta(list, total, SESSION_FILTER));
+    },
+  });
+
+  app.post('/sessions', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'createSession',
+      tags,
+      body: SessionCreateSchema,
+      response: { 201: dataEnvelopeSchema(SessionSchema) },
+    },
+    handler: async (request, reply) => {
+      const caller = callerOf(request);
+      const { session, token, edgeRouters } = await sessions.create(caller, request.body as SessionCreate, issuerOf(core, request));
+      const [answer] = await sessions.present([session], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
+      void reply.code(201);
+      return envelope(answer);
+    },
+  });
+
+  app.get('/sessions/:id', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'detailSession',
+      tags,
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(SessionSchema) },
+    },
+    handler: async (request) => {
+      const caller = callerOf(request);
+      const s = await sessions.own(caller, (request.params as { id: string }).id);
+      const edgeRouters = await sessions.edgeRoutersFor(caller.identityId, s.serviceId, SESSION_EDGE_ROUTERS);
+      const token = sessions.tokenOf(s, issuerOf(core, request));
+      const [answer] = await sessions.present([s], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
+      return envelope(answer);
+    },
+  });
+
+  app.delete('/sessions/:id', {
+    config: { auth: SESSION },
+    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
+    handler: async (request) => {
+      await sessions.delete(await sessions.own(callerOf(request), (request.params as { id: string }).id));
+      return envelope(EMPTY);
+    },
+  });
+}

@@ -1,0 +1,95 @@
+// Sessions on the Management API (admins: list, detail, delete, route path; never their tokens),
+// and an identity's posture data and refused session requests.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../app/core.js';
+import { PostureDataSchema, PostureFailureSchema } from '../../domain/posture.js';
+import { SESSION_FILTER, SessionSchema } from '../../domain/sessions.js';
+import { notFound } from '../../errors.js';
+import { routeAuth } from '../auth-requirements.js';
+import { EMPTY, envelope } from '../envelope.js';
+import { listMeta, parseList } from '../list.js';
+import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { networkOf } from '../client/network.js';
+
+export function managementSessionsRoutes(app: FastifyInstance, core: Core): void {
+  const flavor = core.store.dialect.flavor;
+  const network = networkOf(core);
+  const sessions = network.sessions;
+  const identities = core.resources.get('identities');
+  const tags = ['sessions'];
+
+  app.get('/sessions', {
+    config: { auth: routeAuth(null, 'read') },
+    schema: { operationId: 'listSessions', tags, querystring: ListQuerySchema, response: { 200: dataEnvelopeSchema(Type.Array(SessionSchema)) } },
+    handler: async (request) => {
+      const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
+      const { items, total } = await sessions.list(list.query);
+      return envelope(await sessions.present(items), listMeta(list, total, SESSION_FILTER));
+    },
+  });
+
+  app.get('/sessions/:id', {
+    config: { auth: routeAuth(null, 'read') },
+    schema: { operationId: 'detailSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(SessionSchema) } },
+    handler: async (request) => {
+      const [answer] = await sessions.present([await sessions.get((request.params as { id: string }).id)]);
+      return envelope(answer);
+    },
+  });
+
+  app.delete('/sessions/:id', {
+    config: { auth: routeAuth(null, 'delete') },
+    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
+    handler: async (request) => {
+      await sessions.delete(await sessions.get((request.params as { id: string }).id));
+      return envelope(EMPTY);
+    },
+  });
+
+  // The routers a session's circuits take. Circuits are the routers' business and not reported to
+  // this controller, so the path is empty.
+  app.get('/sessions/:id/route-path', {
+    config: { auth: routeAuth(null, 'read') },
+    schema: {
+      operationId: 'detailSessionRoutePath',
+      tags,
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(Type.Object({ routePath: Type.Array(Type.String(), { description: 'router names, ingress first' }) })) },
+    },
+    handler: async (request) => {
+      await sessions.get((request.params as { id: string }).id);
+      return envelope({ routePath: [] as string[] });
+    },
+  });
+
+  app.get('/identities/:id/failed-service-requests', {
+    config: { auth: routeAuth('identity', 'read') },
+    schema: {
+      operationId: 'getIdentityFailedServiceRequests',
+      tags: ['identities'],
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(Type.Array(PostureFailureSchema)) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      if (!(await identities.repo.exists(core.store.db, id))) throw notFound('identity', id);
+      return envelope(await network.posture.failures(core.store.db, id));
+    },
+  });
+
+  app.get('/identities/:id/posture-data', {
+    config: { auth: routeAuth('identity', 'read') },
+    schema: {
+      operationId: 'getIdentityPostureData',
+      tags: ['identities'],
+      params: IdParams,
+      response: { 200: dataEnvelopeSchema(PostureDataSchema) },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      if (!(await identities.repo.exists(core.store.db, id))) throw notFound('identity', id);
+      return envelope(await network.posture.identityData(id, core.resources.get('api-sessions').repo));
+    },
+  });
+}

@@ -1,0 +1,153 @@
+// The service-list change marker (/current-api-session/service-updates): lastChangeAt moves whenever
+// something changes what the caller's service list shows (access gained or lost, a service, a config
+// or its type, an identity override, a posture check of its policies, its own posture) and does not
+// move for anything else (another identity, an unrelated service, config or check, an edge router,
+// the same posture reported again).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_ENV, asAdmin, call, CHALLENGE_MISSING, expectError, MGMT, startTestController, type TestController } from './helpers.js';
+import { client, HOST, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
+import { ClientNetwork } from '../src/domain/client-network.js';
+
+let t: TestController;
+let net: Network;
+let alice: Person;
+let bob: Person;
+let carol: Person;
+const tokens: Record<string, string> = {};
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  net = new Network(t, await asAdmin(t));
+  alice = await net.person('alice', ['eng']);
+  bob = await net.person('bob', ['eng']);
+  carol = await net.person('carol', ['sales']);
+  ids.type = await net.create('config-types', { name: 'custom.v1', schema: { type: 'object' } });
+  ids.custom = await net.config(ids.type, { level: 1 });
+  ids.intercept = await net.config('intercept.v1', INTERCEPT);
+  ids.web = await net.service('web', ['web'], { configs: [ids.intercept, ids.custom] });
+  ids.sales = await net.service('sales-app', ['sales']);
+  ids.check = await net.postureCheck('DOMAIN', { domains: ['corp.example'] }, ['corp']);
+  ids.otherCheck = await net.postureCheck('DOMAIN', { domains: ['other.example'] }, ['other']);
+  ids.engWeb = await net.servicePolicy('Dial', ['#eng'], ['#web'], ['#corp']);
+  await net.servicePolicy('Dial', ['#sales'], ['#sales'], ['#other']);
+  ids.router = await net.edgeRouter('er-1', ['public']);
+  for (const [name, p] of Object.entries({ alice, bob, carol })) tokens[name] = await net.login(p);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+async function marker(token: string): Promise<string> {
+  return ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt as string;
+}
+
+/** Markers of every caller now. */
+async function markers(): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [name, token] of Object.entries(tokens)) out[name] = await marker(token);
+  return out;
+}
+
+/**
+ * Every caller's service list as the API answers it (kept answers, views and catalogs) equals the
+ * list a network without anything kept computes now.
+ */
+async function answersAreCurrent(): Promise<void> {
+  const core = t.app.core;
+  const fresh = new ClientNetwork({ store: core.store, clock: core.clock, resources: core.resources, keys: core.oidc.keys, issuers: core.oidc.issuers });
+  for (const [name, token] of Object.entries(tokens)) {
+    const got = ok(await client(t, 'GET', '/services?limit=500&configTypes=all', token));
+    const s = ok(await client(t, 'GET', '/current-api-session', token));
+    const caller = { identityId: s.identityId, identityName: name, apiSessionId: s.id, configTypes: s.configTypes, isMfaComplete: false, sessionCreatedAt: 0 };
+    const expected = await fresh.services.list(caller, { sort: [], offset: 0, limit: 500 }, 'all');
+    expect(got, name).toEqual(JSON.parse(JSON.stringify(expected.items)));
+  }
+}
+
+/** Runs a change a second after the last; answers whose markers moved. */
+async function moved(change: () => Promise<void>): Promise<string[]> {
+  await answersAreCurrent();
+  const before = await markers();
+  t.clock.advance(1_000);
+  await change();
+  await answersAreCurrent();
+  const after = await markers();
+  const names = Object.keys(before).filter((n) => after[n] !== before[n]);
+  for (const n of names) expect(Date.parse(after[n]!), n).toBeGreaterThan(Date.parse(before[n]!));
+  return names.sort();
+}
+
+describe('GET /current-api-session/service-updates', () => {
+  it('answers an RFC 3339 time, the same while nothing changes', async () => {
+    const first = await marker(tokens.alice!);
+    expect(first).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    t.clock.advance(5_000);
+    expect(await marker(tokens.alice!)).toBe(first);
+  });
+
+  it('answers 401 without a credential', async () => {
+    const res = await client(t, 'GET', '/current-api-session/service-updates');
+    expectError(res, 401, 'UNAUTHORIZED');
+    expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+  });
+});
+
+describe('lastChangeAt does not move for changes outside the caller\u2019s list', () => {
+  it.each<[string, () => Promise<void>, string[]]>([
+    ['another identity\u2019s attributes', () => net.patch('identities', bob.id, { roleAttributes: ['eng', 'emea'] }), []],
+    ['a service the caller cannot use', () => net.patch('services', ids.sales!, { name: 'sales-app-2' }), ['carol']],
+    ['an edge router', () => net.patch('edge-routers', ids.router!, { name: 'er-renamed' }), []],
+    ['an edge router policy', async () => void (await net.edgeRouterPolicy(['#eng'], ['#public'])), []],
+    ['a config no service uses', async () => void (await net.config('intercept.v1', INTERCEPT)), []],
+    ['a posture check of other policies', () => net.patch('posture-checks', ids.otherCheck!, { typeId: 'DOMAIN', domains: ['else.example'] }), ['carol']],
+    ['another identity\u2019s posture', async () => void ok(await client(t, 'POST', '/posture-response', tokens.bob, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' })), ['bob']],
+    ['a service policy for others', async () => void (await net.servicePolicy('Bind', ['#sales'], ['#sales'])), ['carol']],
+    ['another identity\u2019s access', () => net.patch('identities', carol.id, { roleAttributes: ['emea'] }), ['carol']],
+  ])('%s', async (_name, change, expected) => {
+    expect(await moved(change)).toEqual(expected);
+  });
+});
+
+describe('lastChangeAt moves when the caller\u2019s list changes', () => {
+  it.each<[string, () => Promise<void>, string[]]>([
+    ['its own posture changes what passes', async () => void ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' })), ['alice']],
+    ['a posture check of its policies', () => net.patch('posture-checks', ids.check!, { typeId: 'DOMAIN', domains: ['corp.example', 'lab.example'] }), ['alice', 'bob']],
+    ['access gained: a new service', async () => void (ids.wiki = await net.service('wiki', ['web'])), ['alice', 'bob']],
+    ['a service of its list', () => net.patch('services', ids.web!, { maxIdleTimeMillis: 60_000 }), ['alice', 'bob']],
+    ['a config of its services', () => net.patch('configs', ids.intercept!, { data: { ...INTERCEPT, addresses: ['new.corp.example'] } }), ['alice', 'bob']],
+    ['the name of a config type of its services', () => net.patch('config-types', ids.type!, { name: 'custom.v2' }), ['alice', 'bob']],
+    [
+      'its own service-config override',
+      async () => {
+        const host = await net.config('host.v1', HOST);
+        ok(await call(t, 'POST', `${MGMT}/identities/${alice.id}/service-configs`, { token: net.admin, body: [{ serviceId: ids.web, configId: host }] }));
+      },
+      ['alice'],
+    ],
+    ['a Bind permission added', async () => void (ids.bind = await net.servicePolicy('Bind', [`@${bob.id}`], [`@${ids.web}`])), ['bob']],
+    ['a policy granting it deleted', () => net.remove('service-policies', ids.bind!), ['bob']],
+    ['access lost: its attributes', () => net.patch('identities', bob.id, { roleAttributes: [] }), ['bob']],
+    ['access gained: its attributes', () => net.patch('identities', bob.id, { roleAttributes: ['eng'] }), ['bob']],
+    ['a service deleted', () => net.remove('services', ids.wiki!), ['alice', 'bob']],
+  ])('%s', async (_name, change, expected) => {
+    expect(await moved(change)).toEqual(expected);
+  });
+});
+
+describe('lastChangeAt after the same posture again, and per API session', () => {
+  it('does not move when the same posture is reported again', async () => {
+    expect(await moved(async () => void ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' })))).toEqual([]);
+  });
+
+  it('is kept per API session: another API session of the same identity has its own', async () => {
+    const second = await net.login(alice);
+    const before = await marker(tokens.alice!);
+    const other = await marker(second);
+    t.clock.advance(1_000);
+    // the second API session's posture passes now; the first's list is unchanged
+    ok(await client(t, 'POST', '/posture-response', second, { id: ids.check, typeId: 'DOMAIN', domain: 'lab.example' }));
+    expect(await marker(tokens.alice!)).toBe(before);
+    expect(Date.parse(await marker(second))).toBeGreaterThan(Date.parse(other));
+  });
+});

@@ -1,0 +1,386 @@
+// Services on the Client API: each caller sees exactly the services some service policy lets it dial
+// or bind (checked by brute force over every identity, service and policy), with permissions,
+// configs (overrides applied, config types by id or name) and one posture query entry per granting
+// policy; filters, sort and paging never widen that scope; the service's edge routers, terminators and
+// the caller's edge routers; the admin-only writes; the controllers and external JWT signer lists.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_ENV, asAdmin, call, CHALLENGE_MISSING, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
+import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
+import { ClientNetwork } from '../src/domain/client-network.js';
+import type { Caller } from '../src/domain/client-services.js';
+
+let t: TestController;
+let net: Network;
+const people: Record<string, Person> = {};
+const tokens: Record<string, string> = {};
+const ids: Record<string, string> = {};
+
+interface Ent {
+  id: string;
+  roleAttributes: string[];
+}
+interface Pol {
+  id: string;
+  type: string;
+  semantic: string;
+  identityRoles: string[];
+  serviceRoles: string[];
+  postureCheckRoles: string[];
+}
+let identities: Ent[];
+let services: Ent[];
+let checks: Ent[];
+let policies: Pol[];
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** behaviour.md §4, written out independently of the policy engine. */
+function matches(semantic: string, roles: readonly string[], e: Ent): boolean {
+  if (roles.includes(`@${e.id}`) || roles.includes('#all')) return true;
+  const attrs = roles.filter((r) => r.startsWith('#')).map((r) => r.slice(1));
+  if (attrs.length === 0) return false;
+  return semantic === 'AllOf' ? attrs.every((a) => e.roleAttributes.includes(a)) : attrs.some((a) => e.roleAttributes.includes(a));
+}
+
+/** The policies granting identity i access to service s. */
+function granting(i: Ent, s: Ent): Pol[] {
+  return policies
+    .filter((p) => matches(p.semantic, p.identityRoles, i) && matches(p.semantic, p.serviceRoles, s))
+    .sort((a, b) => cmp(a.type, b.type) || cmp(a.id, b.id));
+}
+
+function expectedServices(identityId: string): string[] {
+  const i = identities.find((e) => e.id === identityId)!;
+  return services.filter((s) => granting(i, s).length > 0).map((s) => s.id).sort();
+}
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  net = new Network(t, await asAdmin(t));
+  for (const [name, attrs] of [
+    ['alice', ['eng', 'vpn']],
+    ['bob', ['eng']],
+    ['carol', ['sales']],
+    ['dave', []],
+    ['erin', ['eng', 'sales']],
+  ] as [string, string[]][]) {
+    people[name] = await net.person(name, attrs);
+  }
+  ids.intercept = await net.config('intercept.v1', INTERCEPT);
+  ids.host = await net.config('host.v1', HOST);
+  ids.interceptAlice = await net.config('intercept.v1', { ...INTERCEPT, addresses: ['alice.corp.example'] });
+  ids.customType = await net.create('config-types', { name: 'custom.v1', schema: { type: 'object' } });
+  ids.custom = await net.config(ids.customType, { colour: 'blue' });
+  for (const [name, attrs, configs] of [
+    ['web', ['web', 'public'], [ids.intercept, ids.host, ids.custom]],
+    ['db', ['db'], []],
+    ['ssh', ['ops'], []],
+    ['wiki', ['web'], []],
+    ['billing', [], []],
+    ['secret', ['secret'], []],
+  ] as [string, string[], string[]][]) {
+    ids[name] = await net.service(name, attrs, { configs });
+  }
+  ids.pcCorp = await net.postureCheck('DOMAIN', { domains: ['corp.example'] }, ['corp']);
+  ids.pcMac = await net.postureCheck('MAC', { macAddresses: ['0a:1b:2c:3d:4e:5f'] }, ['corp', 'strict']);
+  const sp = async (name: string, type: string, semantic: string, identityRoles: string[], serviceRoles: string[], postureCheckRoles: string[] = []) => {
+    ids[name] = await net.create('service-policies', { name, type, semantic, identityRoles, serviceRoles, postureCheckRoles });
+  };
+  await sp('sp-eng-web', 'Dial', 'AnyOf', ['#eng'], ['#web'], ['#corp']);
+  await sp('sp-eng-sales-db', 'Dial', 'AllOf', ['#eng', '#sales'], ['#db', `@${ids.billing}`], ['#corp', '#strict']);
+  await sp('sp-bob-ops', 'Bind', 'AnyOf', [`@${people.bob!.id}`], ['#ops', '#web']);
+  await sp('sp-all-wiki', 'Dial', 'AnyOf', ['#all'], [`@${ids.wiki}`]);
+  await sp('sp-nobody', 'Bind', 'AnyOf', ['#nobody'], ['#all']);
+  await sp('sp-web-bind-vpn', 'Bind', 'AnyOf', ['#vpn'], ['#public']);
+  // alice's own intercept config for web replaces the service's one
+  ok(await call(t, 'POST', `${MGMT}/identities/${people.alice!.id}/service-configs`, { token: net.admin, body: [{ serviceId: ids.web, configId: ids.interceptAlice }] }));
+  ids.router = await net.edgeRouter('er-public', ['public']);
+  ids.routerCore = await net.edgeRouter('er-core', ['core']);
+  await net.edgeRouterPolicy(['#eng'], ['#public']);
+  await net.edgeRouterPolicy(['#sales'], ['#core']);
+  await net.serviceEdgeRouterPolicy(['#web'], ['#public', '#core']);
+  ids.terminator = await net.create('terminators', { service: ids.web, router: ids.router, address: 'tcp:127.0.0.1:8443', binding: 'transport' });
+
+  for (const [name, p] of Object.entries(people)) tokens[name] = await net.login(p);
+  const r = t.app.core.resources;
+  const all = async (c: string) => (await r.get(c).repo.list(t.app.core.store.db, { sort: [], offset: 0, limit: null })).items as any[];
+  identities = (await all('identities')).map((e) => ({ id: e.id, roleAttributes: e.roleAttributes ?? [] }));
+  services = (await all('services')).map((e) => ({ id: e.id, roleAttributes: e.roleAttributes ?? [] }));
+  checks = (await all('posture-checks')).map((e) => ({ id: e.id, roleAttributes: e.roleAttributes ?? [] }));
+  policies = await all('service-policies');
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('GET /services', () => {
+  it('has a fixture where callers see different, partly overlapping services', () => {
+    const sets = Object.values(people).map((p) => expectedServices(p.id));
+    expect(sets.some((s) => s.length === 1)).toBe(true);
+    expect(sets.some((s) => s.length >= 4)).toBe(true);
+    expect(new Set(sets.map((s) => s.join())).size).toBeGreaterThanOrEqual(4);
+  });
+
+  it('answers each caller exactly its services, with permissions and one posture entry per granting policy', async () => {
+    for (const [name, p] of Object.entries(people)) {
+      const res = await client(t, 'GET', '/services?limit=500', tokens[name]);
+      const list = ok(res) as any[];
+      expect(list.map((s) => s.id), name).toEqual(expectedServices(p.id));
+      expect(json(res).meta.pagination).toEqual({ limit: 500, offset: 0, totalCount: list.length });
+      const me = identities.find((e) => e.id === p.id)!;
+      for (const s of list) {
+        const grants = granting(me, services.find((e) => e.id === s.id)!);
+        expect(s.permissions, `${name} ${s.name}`).toEqual([...new Set(grants.map((g) => g.type))].sort());
+        expect(s.postureQueries.map((q: any) => [q.policyId, q.policyType]), `${name} ${s.name}`).toEqual(grants.map((g) => [g.id, g.type]));
+        for (const q of s.postureQueries) {
+          const policy = policies.find((x) => x.id === q.policyId)!;
+          const linked = checks.filter((c) => matches(policy.semantic, policy.postureCheckRoles, c)).map((c) => c.id).sort();
+          expect(q.postureQueries.map((x: any) => x.id)).toEqual(linked);
+          expect(q.isPassing).toBe(linked.length === 0);
+        }
+      }
+    }
+  });
+
+  it('carries the configs of the asked types (by id or name), the identity overrides applied', async () => {
+    const web = async (who: string, query: string) =>
+      (ok(await client(t, 'GET', `/services?filter=${encodeURIComponent(`id = "${ids.web}"`)}${query}`, tokens[who])) as any[])[0];
+    expect((await web('bob', '')).config).toEqual({});
+    expect((await web('bob', '&configTypes=intercept.v1')).config).toEqual({ 'intercept.v1': INTERCEPT });
+    expect((await web('bob', '&configTypes=custom.v1')).config).toEqual({ 'custom.v1': { colour: 'blue' } });
+    expect((await web('bob', `&configTypes=${ids.customType}`)).config).toEqual({ 'custom.v1': { colour: 'blue' } });
+    expect((await web('bob', '&configTypes=all')).config).toEqual({ 'intercept.v1': INTERCEPT, 'host.v1': HOST, 'custom.v1': { colour: 'blue' } });
+    expect((await web('bob', '&configTypes=no-such-type')).config).toEqual({});
+    const alice = await web('alice', '&configTypes=intercept.v1,host.v1');
+    expect(alice.config).toEqual({ 'intercept.v1': { ...INTERCEPT, addresses: ['alice.corp.example'] }, 'host.v1': HOST });
+    expect(alice.configs).toEqual([ids.intercept, ids.host, ids.custom].sort());
+    // without configTypes: those of the API session
+    const session = await net.login(people.bob!, { configTypes: ['host.v1'] });
+    const own = ok(await client(t, 'GET', `/services/${ids.web}`, session));
+    expect(own.config).toEqual({ 'host.v1': HOST });
+  });
+
+  it('sorts and pages within the caller\u2019s services', async () => {
+    const expected = expectedServices(people.erin!.id);
+    const all = ok(await client(t, 'GET', '/services?limit=500&sort=name desc', tokens.erin)) as any[];
+    expect(all.map((s) => s.id).sort()).toEqual(expected);
+    expect(all.map((s) => s.name)).toEqual(all.map((s) => s.name).sort().reverse());
+    const page = await client(t, 'GET', '/services?limit=1&offset=1&sort=name desc', tokens.erin);
+    expect(idsOf(page)).toEqual([all[1].id]);
+    expect(json(page).meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: expected.length });
+  });
+
+  it('takes roleFilter and roleSemantic inside the caller\u2019s services', async () => {
+    const got = idsOf(await client(t, 'GET', '/services?roleFilter=%23web', tokens.erin));
+    expect(got).toEqual([ids.web, ids.wiki].filter((id) => expectedServices(people.erin!.id).includes(id!)).sort());
+    expect(idsOf(await client(t, 'GET', `/services?roleFilter=%23secret&roleFilter=@${ids.secret}&roleSemantic=AnyOf`, tokens.erin))).toEqual([]);
+    expectError(await client(t, 'GET', '/services?roleFilter=%23web&roleSemantic=Most', tokens.erin), 400, 'COULD_NOT_VALIDATE', 'roleSemantic');
+    expectError(await client(t, 'GET', '/services?roleFilter=web', tokens.erin), 400, 'COULD_NOT_VALIDATE', 'roleFilter');
+  });
+
+  it('never shows another caller\u2019s services through any filter', async () => {
+    const everything = JSON.stringify(services.map((s) => s.id));
+    for (const [name, p] of Object.entries(people)) {
+      const expected = expectedServices(p.id);
+      for (const filter of [
+        'id != "x"',
+        `id in ${everything}`,
+        'name = "x" or id != "x"',
+        'limit none',
+        'encryptionRequired = true or encryptionRequired = false',
+        'not (id = "x") limit none',
+      ]) {
+        expect(idsOf(await client(t, 'GET', `/services?limit=500&filter=${encodeURIComponent(filter)}`, tokens[name])), `${name}: ${filter}`).toEqual(expected);
+      }
+      expectError(await client(t, 'GET', `/services?filter=true`, tokens[name]), 400, 'INVALID_FILTER', 'filter');
+      const outside = services.find((s) => !expected.includes(s.id))!;
+      const none = await client(t, 'GET', `/services?filter=${encodeURIComponent(`id = "${outside.id}"`)}`, tokens[name]);
+      expect(idsOf(none)).toEqual([]);
+      expect(json(none).meta.pagination.totalCount).toBe(0);
+    }
+  });
+
+  it('answers 400 for a bad filter, sort or limit and 401 without a credential', async () => {
+    expectError(await client(t, 'GET', `/services?filter=${encodeURIComponent('name = ')}`, tokens.alice), 400, 'INVALID_FILTER', 'filter');
+    expectError(await client(t, 'GET', `/services?filter=${encodeURIComponent('identityId = "x"')}`, tokens.alice), 400, 'INVALID_FILTER', 'filter');
+    expectError(await client(t, 'GET', '/services?sort=noSuchField', tokens.alice), 400, 'INVALID_SORT_IDENTIFIER');
+    expectError(await client(t, 'GET', '/services?limit=many', tokens.alice), 400, 'INVALID_PAGINATION', 'limit');
+    const res = await client(t, 'GET', '/services');
+    expectError(res, 401, 'UNAUTHORIZED');
+    expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+  });
+});
+
+describe('views kept in memory or read per request', () => {
+  it('give the same answers (pages, sorts, filters, single services, markers)', async () => {
+    const core = t.app.core;
+    const deps = { store: core.store, clock: core.clock, resources: core.resources, keys: core.oidc.keys, issuers: core.oidc.issuers };
+    const kept = new ClientNetwork(deps);
+    const unkept = new ClientNetwork({ ...deps, maxCachedView: 0 });
+    for (const [name, p] of Object.entries(people)) {
+      const caller: Caller = {
+        identityId: p.id,
+        identityName: name,
+        apiSessionId: ok(await client(t, 'GET', '/current-api-session', tokens[name])).id,
+        configTypes: ['intercept.v1'],
+        isMfaComplete: false,
+        sessionCreatedAt: 0,
+      };
+      const queries = [
+        { sort: [], offset: 0, limit: null },
+        { sort: [], offset: 1, limit: 2 },
+        { sort: [{ field: 'id', direction: 'desc' as const }], offset: 0, limit: 3 },
+        { sort: [{ field: 'name', direction: 'asc' as const }], offset: 0, limit: 10 },
+      ];
+      for (const q of queries) {
+        // twice: the first read fills what the kept network keeps
+        for (let i = 0; i < 2; i++) {
+          const a = await kept.services.list(caller, q, 'all');
+          const b = await unkept.services.list(caller, q, 'all');
+          expect(a, `${name} ${JSON.stringify(q)}`).toEqual(b);
+          if (q.sort[0]?.field === 'name') continue;
+          const ordered = q.sort[0]?.direction === 'desc' ? [...expectedServices(p.id)].reverse() : expectedServices(p.id);
+          expect(a.items.map((x) => x.id)).toEqual(ordered.slice(q.offset, q.limit === null ? undefined : q.offset + q.limit));
+        }
+      }
+      for (const s of services) {
+        const a = await kept.services.get(caller, s.id, 'session').catch((e: Error) => e.message);
+        const b = await unkept.services.get(caller, s.id, 'session').catch((e: Error) => e.message);
+        expect(a).toEqual(b);
+      }
+      expect(await kept.markers.lastChangeAt(caller)).toBe(await unkept.markers.lastChangeAt(caller));
+    }
+  });
+});
+
+describe('GET /services/{id}', () => {
+  it('answers a service the caller may use, and 404 for every other one', async () => {
+    for (const [name, p] of Object.entries(people)) {
+      const expected = expectedServices(p.id);
+      for (const s of services) {
+        const res = await client(t, 'GET', `/services/${s.id}`, tokens[name]);
+        if (expected.includes(s.id)) expect(ok(res).id).toBe(s.id);
+        else expectError(res, 404, 'NOT_FOUND');
+      }
+    }
+    expectError(await client(t, 'GET', '/services/no-such-id', tokens.alice), 404, 'NOT_FOUND');
+    expectError(await client(t, 'GET', `/services/${ids.web}`), 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('writes of services on the Client API', () => {
+  it('require admin: a plain caller gets 401 and the service is unchanged', async () => {
+    expectError(await client(t, 'PATCH', `/services/${ids.wiki}`, tokens.alice, { name: 'mine' }), 401, 'UNAUTHORIZED');
+    expectError(await client(t, 'PUT', `/services/${ids.wiki}`, tokens.alice, { name: 'mine' }), 401, 'UNAUTHORIZED');
+    expectError(await client(t, 'DELETE', `/services/${ids.wiki}`, tokens.alice), 401, 'UNAUTHORIZED');
+    expectError(await client(t, 'PATCH', `/services/${ids.wiki}`, undefined, { name: 'mine' }), 401, 'UNAUTHORIZED');
+    expect(ok(await client(t, 'GET', `/services/${ids.wiki}`, tokens.alice)).name).toBe('wiki');
+  });
+
+  it('work for an admin, with 400 for bad input and 404 for an unknown id', async () => {
+    const admin = net.admin;
+    const temp = await net.service('temp', ['temp']);
+    ok(await client(t, 'PATCH', `/services/${temp}`, admin, { name: 'temp-2' }));
+    ok(await client(t, 'PUT', `/services/${temp}`, admin, { name: 'temp-3', roleAttributes: ['temp'] }));
+    expect(ok(await call(t, 'GET', `${MGMT}/services/${temp}`, { token: admin })).name).toBe('temp-3');
+    expectError(await client(t, 'PATCH', `/services/${temp}`, admin, { maxIdleTimeMillis: 'long' }), 400, 'COULD_NOT_VALIDATE', 'maxIdleTimeMillis');
+    expectError(await client(t, 'PATCH', `/services/${temp}`, admin, { encryptionRequired: false }), 400, 'COULD_NOT_VALIDATE', 'encryptionRequired');
+    expectError(await client(t, 'PUT', `/services/${temp}`, admin, { roleAttributes: [] }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expectError(await client(t, 'PATCH', '/services/no-such-id', admin, { name: 'x' }), 404, 'NOT_FOUND');
+    ok(await client(t, 'DELETE', `/services/${temp}`, admin));
+    expectError(await client(t, 'DELETE', `/services/${temp}`, admin), 404, 'NOT_FOUND');
+  });
+});
+
+describe('edge routers and terminators', () => {
+  it('GET /services/{id}/edge-routers: the routers the caller may use for the service', async () => {
+    // alice (eng) reaches er-public; erin (eng, sales) both; carol (sales) cannot use web at all
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/edge-routers`, tokens.alice))).toEqual([ids.router]);
+    const erin = ok(await client(t, 'GET', `/services/${ids.web}/edge-routers?sort=name`, tokens.erin)) as any[];
+    expect(erin.map((r) => r.name)).toEqual(['er-core', 'er-public']);
+    expect(Object.keys(erin[0]).sort()).toEqual(
+      ['_links', 'cost', 'createdAt', 'disabled', 'hostname', 'id', 'isOnline', 'name', 'noTraversal', 'supportedProtocols', 'tags', 'updatedAt', 'urls'].sort(),
+    );
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/edge-routers?filter=${encodeURIComponent('name = "er-core"')}`, tokens.erin))).toEqual([ids.routerCore]);
+    expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers`, tokens.carol), 404, 'NOT_FOUND');
+    expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers?filter=${encodeURIComponent('fingerprint = "x"')}`, tokens.erin), 400, 'INVALID_FILTER', 'filter');
+    expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers`), 401, 'UNAUTHORIZED');
+  });
+
+  it('a session-token header must be a session of the caller for that service', async () => {
+    // wiki is open to everyone without posture checks; alice also binds web
+    const mine = ok(await client(t, 'POST', '/sessions', tokens.alice, { serviceId: ids.wiki }), 201);
+    const headers = (token: string) => ({ 'session-token': token });
+    const url = `/services/${ids.wiki}/edge-routers`;
+    expect(idsOf(await client(t, 'GET', url, tokens.alice, undefined, headers(mine.token)))).toEqual([ids.router]);
+    for (const bad of ['garbage', `${mine.token.slice(0, -4)}AAAA`, mine.token.split('.').slice(0, 2).join('.') + '.']) {
+      expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(bad)), 401, 'UNAUTHORIZED');
+    }
+    // another identity's session for the same service
+    const erins = ok(await client(t, 'POST', '/sessions', tokens.erin, { serviceId: ids.wiki }), 201);
+    expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(erins.token)), 401, 'UNAUTHORIZED');
+    // a session of the caller for another service
+    const web = ok(await client(t, 'POST', '/sessions', tokens.alice, { serviceId: ids.web, type: 'Bind' }), 201);
+    expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(web.token)), 401, 'UNAUTHORIZED');
+    // a deleted session
+    ok(await client(t, 'DELETE', `/sessions/${mine.id}`, tokens.alice));
+    expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(mine.token)), 401, 'UNAUTHORIZED');
+  });
+
+  it('GET /services/{id}/terminators: those of a service the caller may use', async () => {
+    const list = ok(await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.bob)) as any[];
+    expect(list.map((x) => x.id)).toEqual([ids.terminator]);
+    expect(list[0].identitySecret).toBeUndefined();
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('cost > 5')}`, tokens.bob))).toEqual([]);
+    expectError(await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.carol), 404, 'NOT_FOUND');
+    expectError(await client(t, 'GET', `/services/${ids.web}/terminators?limit=x`, tokens.bob), 400, 'INVALID_PAGINATION', 'limit');
+    expectError(await client(t, 'GET', `/services/${ids.web}/terminators`), 401, 'UNAUTHORIZED');
+  });
+
+  it('GET /current-identity/edge-routers: the routers of the caller\u2019s edge router policies', async () => {
+    expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.alice))).toEqual([ids.router]);
+    expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.carol))).toEqual([ids.routerCore]);
+    expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers?sort=name', tokens.erin))).toEqual([ids.routerCore, ids.router]);
+    expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.dave))).toEqual([]);
+    expect(idsOf(await client(t, 'GET', `/current-identity/edge-routers?filter=${encodeURIComponent('id != "x" limit none')}`, tokens.carol))).toEqual([ids.routerCore]);
+    expectError(await client(t, 'GET', '/current-identity/edge-routers?filter=nope', tokens.alice), 400, 'INVALID_FILTER', 'filter');
+    expectError(await client(t, 'GET', '/current-identity/edge-routers'), 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('lists of the network', () => {
+  it('GET /controllers answers this controller to any caller', async () => {
+    const list = ok(await client(t, 'GET', '/controllers', tokens.dave)) as any[];
+    expect(list).toHaveLength(1);
+    expectError(await client(t, 'GET', '/controllers'), 401, 'UNAUTHORIZED');
+  });
+
+  it('GET /external-jwt-signers answers an empty list until signers exist', async () => {
+    const res = await client(t, 'GET', '/external-jwt-signers', tokens.dave);
+    expect(ok(res)).toEqual([]);
+    expect(json(res).meta.pagination).toEqual({ limit: 10, offset: 0, totalCount: 0 });
+    expectError(await client(t, 'GET', '/external-jwt-signers?filter=bad', tokens.dave), 400, 'INVALID_FILTER', 'filter');
+    expectError(await client(t, 'GET', '/external-jwt-signers'), 401, 'UNAUTHORIZED');
+  });
+
+  it('the Client API document names every operation of endpoints.md this work adds', async () => {
+    const doc = json(await t.inject({ method: 'GET', url: '/edge/client/v1/specs/edge-client/spec' }));
+    const op = (path: string, method: string) => doc.paths[`/edge/client/v1${path}`]?.[method]?.operationId;
+    expect(op('/services', 'get')).toBe('listServices');
+    expect(op('/services/{id}', 'get')).toBe('detailService');
+    expect(op('/services/{id}', 'patch')).toBe('patchService');
+    expect(op('/services/{id}', 'put')).toBe('updateService');
+    expect(op('/services/{id}', 'delete')).toBe('deleteService');
+    expect(op('/services/{id}/edge-routers', 'get')).toBe('listServiceEdgeRouters');
+    expect(op('/services/{id}/terminators', 'get')).toBe('listServiceTerminators');
+    expect(op('/sessions', 'get')).toBe('listSessions');
+    expect(op('/sessions', 'post')).toBe('createSession');
+    expect(op('/sessions/{id}', 'get')).toBe('detailSession');
+    expect(op('/sessions/{id}', 'delete')).toBe('deleteSession');
+    expect(op('/posture-response', 'post')).toBe('createPostureResponse');
+    expect(op('/posture-response-bulk', 'post')).toBe('createPostureResponseBulk');
+    expect(op('/current-identity/edge-routers', 'get')).toBe('getCurrentIdentityEdgeRouters');
+    expect(op('/current-api-session/service-updates', 'get')).toBe('listServiceUpdates');
+    expect(op('/external-jwt-signers', 'get')).toBe('listExternalJwtSigners');
+  });
+});

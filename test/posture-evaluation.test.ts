@@ -1,0 +1,164 @@
+// The pure posture evaluation (src/domain/posture.ts), table-driven: each kind of check against
+// reported data, version constraints, a policy passing only when all its checks pass, and the
+// posture queries of client service answers.
+import { describe, expect, it } from 'vitest';
+import {
+  checkPasses,
+  evaluatePolicy,
+  postureQuery,
+  versionSatisfies,
+  type PostureCheck,
+  type PostureFacts,
+  type SessionPosture,
+} from '../src/domain/posture.js';
+
+const NOW = Date.parse('2026-01-02T03:04:05.678Z');
+
+function posture(p: Partial<Omit<SessionPosture, 'processes'>> & { processes?: [string, boolean, string?, string[]?][] } = {}): SessionPosture {
+  const stamp = { postureCheckId: 'x', lastUpdatedAt: NOW };
+  return {
+    apiSessionId: 'as',
+    identityId: 'i',
+    endpointState: {},
+    ...p,
+    processes: new Map(
+      (p.processes ?? []).map(([path, isRunning, hash, signerFingerprints]) => [
+        path,
+        { ...stamp, value: { path, isRunning, hash: hash ?? '', signerFingerprints: signerFingerprints ?? [] } },
+      ]),
+    ),
+  };
+}
+
+const reported = <T>(value: T) => ({ postureCheckId: 'x', lastUpdatedAt: NOW, value });
+
+function facts(p: SessionPosture | undefined, mfa: Partial<PostureFacts['mfa']> = {}, now = NOW): PostureFacts {
+  return { posture: p, mfa: { isMfaComplete: false, passedAt: NOW - 60_000, ...mfa }, now };
+}
+
+const check = (typeId: string, fields: Partial<PostureCheck>): PostureCheck => ({ id: `pc-${typeId}`, name: typeId, typeId, ...fields });
+
+describe('versionSatisfies', () => {
+  it.each([
+    ['10.0.19041', '>=10.0.19041', true],
+    ['10.0.19040', '>=10.0.19041', false],
+    ['10.0.22000', '>10.0.19041', true],
+    ['10.0.19041', '>10.0.19041', false],
+    ['14', '14', true],
+    ['14.0.0', '14', true],
+    ['14.1', '14', false],
+    ['6.8.0', '>=6.1 <7', true],
+    ['7.0', '>=6.1 <7', false],
+    ['5.4', '<5 || >=5.4', true],
+    ['5.3', '<5 || >=5.4', false],
+    ['5.3', '!=5.3', false],
+    ['13.4.1', '<=13.4.1', true],
+    ['v13.5', '=13.5.0', true],
+    ['abc', '1', false],
+    ['1', '', false],
+  ])('%s against %s: %s', (version, spec, expected) => {
+    expect(versionSatisfies(version, spec)).toBe(expected);
+  });
+});
+
+const OS = check('OS', { operatingSystems: [{ type: 'Windows', versions: ['>=10.0.19041'] }, { type: 'macOS', versions: [] }] });
+const DOMAIN = check('DOMAIN', { domains: ['corp.example', 'lab.example'] });
+const MAC = check('MAC', { macAddresses: ['0a:1b:2c:3d:4e:5f', 'AA-BB-CC-DD-EE-FF'] });
+const PROCESS = check('PROCESS', { process: { osType: 'Windows', path: 'C:\\Agent\\agent.exe', hashes: ['ABCD'], signerFingerprint: 'AA:BB' } });
+const PROCESS_PLAIN = check('PROCESS', { process: { osType: 'Linux', path: '/usr/bin/agent' } });
+const MULTI_ALL = check('PROCESS_MULTI', {
+  semantic: 'AllOf',
+  processes: [
+    { osType: 'Linux', path: '/usr/bin/a' },
+    { osType: 'Linux', path: '/usr/bin/b', signerFingerprints: ['ff00', 'ee11'] },
+  ],
+});
+const MULTI_ANY = { ...MULTI_ALL, semantic: 'AnyOf' };
+const MFA = check('MFA', { timeoutSeconds: -1, promptOnWake: false, promptOnUnlock: false });
+const MFA_TIMED = check('MFA', { timeoutSeconds: 300, promptOnWake: true, promptOnUnlock: true });
+
+describe('checkPasses', () => {
+  it.each<[string, PostureCheck, PostureFacts, boolean]>([
+    ['OS: nothing reported', OS, facts(undefined), false],
+    ['OS: a listed system and version', OS, facts(posture({ os: reported({ type: 'Windows', version: '10.0.22631', build: '1' }) })), true],
+    ['OS: system names without case', OS, facts(posture({ os: reported({ type: 'windows', version: '10.0.22631', build: '' }) })), true],
+    ['OS: too old a version', OS, facts(posture({ os: reported({ type: 'Windows', version: '10.0.17763', build: '' }) })), false],
+    ['OS: any version when none listed', OS, facts(posture({ os: reported({ type: 'macOS', version: '9', build: '' }) })), true],
+    ['OS: a system not listed', OS, facts(posture({ os: reported({ type: 'Linux', version: '6.8', build: '' }) })), false],
+    ['DOMAIN: listed, any case', DOMAIN, facts(posture({ domain: reported({ domain: 'LAB.example' }) })), true],
+    ['DOMAIN: another domain', DOMAIN, facts(posture({ domain: reported({ domain: 'home' }) })), false],
+    ['DOMAIN: nothing reported', DOMAIN, facts(posture()), false],
+    ['MAC: one address listed (any separators and case)', MAC, facts(posture({ mac: reported({ addresses: ['11:22:33:44:55:66', 'aabbccddeeff'] }) })), true],
+    ['MAC: none listed', MAC, facts(posture({ mac: reported({ addresses: ['11:22:33:44:55:66'] }) })), false],
+    ['PROCESS: running, hash and signer match', PROCESS, facts(posture({ processes: [['c:\\agent\\AGENT.exe', true, 'abcd', ['aabb']]] })), true],
+    ['PROCESS: not running', PROCESS, facts(posture({ processes: [['C:\\Agent\\agent.exe', false, 'abcd', ['aabb']]] })), false],
+    ['PROCESS: another hash', PROCESS, facts(posture({ processes: [['C:\\Agent\\agent.exe', true, 'beef', ['aabb']]] })), false],
+    ['PROCESS: another signer', PROCESS, facts(posture({ processes: [['C:\\Agent\\agent.exe', true, 'abcd', ['ccdd']]] })), false],
+    ['PROCESS: no hash or signer asked', PROCESS_PLAIN, facts(posture({ processes: [['/usr/bin/agent', true]] })), true],
+    ['PROCESS: paths outside Windows keep their case', PROCESS_PLAIN, facts(posture({ processes: [['/usr/bin/Agent', true]] })), false],
+    ['PROCESS_MULTI AllOf: all pass', MULTI_ALL, facts(posture({ processes: [['/usr/bin/a', true], ['/usr/bin/b', true, '', ['EE:11']]] })), true],
+    ['PROCESS_MULTI AllOf: one fails', MULTI_ALL, facts(posture({ processes: [['/usr/bin/a', true], ['/usr/bin/b', true, '', ['0000']]] })), false],
+    ['PROCESS_MULTI AnyOf: one passes', MULTI_ANY, facts(posture({ processes: [['/usr/bin/a', true]] })), true],
+    ['PROCESS_MULTI AnyOf: none passes', MULTI_ANY, facts(posture({ processes: [['/usr/bin/a', false]] })), false],
+    ['MFA: not completed', MFA, facts(posture(), { isMfaComplete: false }), false],
+    ['MFA: completed, no timeout', MFA, facts(posture(), { isMfaComplete: true, passedAt: NOW - 86_400_000 }), true],
+    ['MFA: completed within the timeout', MFA_TIMED, facts(posture(), { isMfaComplete: true, passedAt: NOW - 299_000 }), true],
+    ['MFA: the timeout has passed', MFA_TIMED, facts(posture(), { isMfaComplete: true, passedAt: NOW - 300_000 }), false],
+    ['MFA: woken since', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), false],
+    ['MFA: unlocked since', MFA_TIMED, facts(posture({ endpointState: { unlockedAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), false],
+    ['MFA: woken before it passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 3_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
+    ['MFA: woken, not asked to prompt', MFA, facts(posture({ endpointState: { wokenAt: NOW } }), { isMfaComplete: true }), true],
+    ['an unknown kind never passes', check('RETINA', {}), facts(posture()), false],
+  ])('%s', (_name, c, f, expected) => {
+    expect(checkPasses(c, f)).toBe(expected);
+  });
+});
+
+describe('evaluatePolicy', () => {
+  const passing = facts(posture({ domain: reported({ domain: 'corp.example' }) }));
+  it.each<[string, PostureCheck[], boolean]>([
+    ['no checks', [], true],
+    ['all pass', [DOMAIN], true],
+    ['one fails', [DOMAIN, MAC], false],
+  ])('%s', (_name, checks, expected) => {
+    const result = evaluatePolicy(checks, passing);
+    expect(result.isPassing).toBe(expected);
+    expect(result.results.map((r) => r.id)).toEqual(checks.map((c) => c.id));
+  });
+
+  it('answers each check with id, typeId and isPassing', () => {
+    expect(evaluatePolicy([DOMAIN, MAC], passing).results).toEqual([
+      { id: 'pc-DOMAIN', typeId: 'DOMAIN', isPassing: true },
+      { id: 'pc-MAC', typeId: 'MAC', isPassing: false },
+    ]);
+  });
+});
+
+describe('postureQuery', () => {
+  it('tells MFA timeouts and prompts, and what processes are asked for', () => {
+    expect(postureQuery(MFA_TIMED, facts(posture(), { isMfaComplete: true, passedAt: NOW - 100_000 }))).toEqual({
+      id: 'pc-MFA',
+      typeId: 'MFA',
+      queryType: 'MFA',
+      isPassing: true,
+      timeout: 300,
+      timeoutRemaining: 200,
+      promptOnWake: true,
+      promptOnUnlock: true,
+    });
+    expect(postureQuery(MFA, facts(posture()))).toMatchObject({ isPassing: false, timeout: -1, timeoutRemaining: -1 });
+    expect(postureQuery(PROCESS, facts(posture()))).toEqual({
+      id: 'pc-PROCESS',
+      typeId: 'PROCESS',
+      queryType: 'PROCESS',
+      isPassing: false,
+      timeout: -1,
+      timeoutRemaining: -1,
+      process: { osType: 'Windows', path: 'C:\\Agent\\agent.exe' },
+    });
+    expect(postureQuery(MULTI_ALL, facts(posture())).processes).toEqual([
+      { osType: 'Linux', path: '/usr/bin/a' },
+      { osType: 'Linux', path: '/usr/bin/b' },
+    ]);
+  });
+});

@@ -1,0 +1,223 @@
+// Posture responses on the Client API: every kind of check fails, then passes once the matching
+// response is in, at session creation and in the service list; responses count for the API session
+// that sent them only; bad input is 400 naming the field; the Management API shows an identity's
+// posture data and refused requests (and nobody else's).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_ENV, asAdmin, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
+import { client, Network, ok, type Person } from './fixtures/network.js';
+import { KEPT_FAILURES } from '../src/domain/posture.js';
+
+let t: TestController;
+let net: Network;
+let alice: Person;
+let bob: Person;
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  net = new Network(t, await asAdmin(t));
+  alice = await net.person('alice', ['staff']);
+  bob = await net.person('bob', ['staff']);
+  await net.edgeRouter('er-1');
+  await net.openRouters();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+/** A service whose one Dial policy (for #staff) carries one check; answers the service and check ids. */
+async function guarded(name: string, typeId: string, fields: Record<string, unknown>): Promise<{ service: string; check: string }> {
+  const check = await net.postureCheck(typeId, fields);
+  const service = await net.service(name);
+  await net.servicePolicy('Dial', ['#staff'], [`@${service}`], [`@${check}`]);
+  return { service, check };
+}
+
+type Responses = (check: string) => Record<string, unknown>[];
+
+const KINDS: [string, Record<string, unknown>, Responses, Responses][] = [
+  [
+    'OS',
+    { operatingSystems: [{ type: 'Linux', versions: ['>=6.1'] }] },
+    (id) => [{ id, typeId: 'OS', type: 'Linux', version: '5.15.0', build: 'x' }],
+    (id) => [{ id, typeId: 'OS', type: 'Linux', version: '6.8.0', build: 'x' }],
+  ],
+  [
+    'PROCESS',
+    { process: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['ab12'] } },
+    (id) => [{ id, typeId: 'PROCESS', path: '/usr/bin/agent', isRunning: false, hash: 'ab12' }],
+    (id) => [{ id, typeId: 'PROCESS', path: '/usr/bin/agent', isRunning: true, hash: 'AB12', signerFingerprints: [] }],
+  ],
+  [
+    'PROCESS_MULTI',
+    { processes: [{ osType: 'Linux', path: '/opt/a' }, { osType: 'Linux', path: '/opt/b', signerFingerprints: ['00ff'] }], semantic: 'AllOf' },
+    (id) => [
+      { id, typeId: 'PROCESS_MULTI', path: '/opt/a', isRunning: true },
+      { id, typeId: 'PROCESS_MULTI', path: '/opt/b', isRunning: false, signerFingerprints: ['00ff'] },
+    ],
+    (id) => [
+      { id, typeId: 'PROCESS_MULTI', path: '/opt/a', isRunning: true },
+      { id, typeId: 'PROCESS_MULTI', path: '/opt/b', isRunning: true, signerFingerprints: ['00:FF'] },
+    ],
+  ],
+  ['DOMAIN', { domains: ['corp.example'] }, (id) => [{ id, typeId: 'DOMAIN', domain: 'home' }], (id) => [{ id, typeId: 'DOMAIN', domain: 'corp.example' }]],
+  [
+    'MAC',
+    { macAddresses: ['0a:1b:2c:3d:4e:5f'] },
+    (id) => [{ id, typeId: 'MAC', macAddresses: ['11:22:33:44:55:66'] }],
+    (id) => [{ id, typeId: 'MAC', macAddresses: ['11:22:33:44:55:66', '0A-1B-2C-3D-4E-5F'] }],
+  ],
+];
+
+describe.each(KINDS)('a %s check', (typeId, fields, failing, passing) => {
+  it('fails without a response and with a wrong one, and passes with the right one', async () => {
+    const { service, check } = await guarded(`svc-${typeId}`, typeId, fields);
+    const token = await net.login(alice);
+    const other = await net.login(alice);
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+    ok(await client(t, 'POST', '/posture-response-bulk', token, failing(check)));
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+    const query = async (tk: string) => ok(await client(t, 'GET', `/services/${service}`, tk)).postureQueries[0];
+    expect((await query(token)).isPassing).toBe(false);
+    for (const r of passing(check)) ok(await client(t, 'POST', '/posture-response', token, r));
+    expect(await query(token)).toMatchObject({ isPassing: true, postureQueries: [{ id: check, typeId, isPassing: true }] });
+    expect(ok(await client(t, 'POST', '/sessions', token, { serviceId: service }), 201).serviceId).toBe(service);
+    // the other API session of the same identity has reported nothing
+    expect((await query(other)).isPassing).toBe(false);
+    expectError(await client(t, 'POST', '/sessions', other, { serviceId: service }), 409, 'INVALID_POSTURE');
+    // a later wrong report makes it fail again, even for the session already made
+    ok(await client(t, 'POST', '/posture-response-bulk', token, failing(check)));
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+  });
+});
+
+describe('an MFA check', () => {
+  it('passes only for an API session whose MFA is complete, and asks again after a wake when told to', async () => {
+    const { service, check } = await guarded('svc-MFA', 'MFA', { timeoutSeconds: 600, promptOnWake: true });
+    const token = await net.login(alice);
+    // TOTP is not in place yet: nothing completes the MFA of a session, and the check fails.
+    const body = expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+    expect(Object.values(body.error.cause.data)).toEqual([[{ id: check, typeId: 'MFA', isPassing: false }]]);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    const q = ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].postureQueries[0];
+    expect(q).toMatchObject({ id: check, typeId: 'MFA', isPassing: true, timeout: 600, promptOnWake: true, promptOnUnlock: false });
+    expect(q.timeoutRemaining).toBeGreaterThan(0);
+    expect(ok(await client(t, 'POST', '/sessions', token, { serviceId: service }), 201).serviceId).toBe(service);
+    // the device woke after the MFA: asked again
+    t.clock.advance(1_000);
+    ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }));
+    expect(ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing).toBe(false);
+    const data = ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin }));
+    expect(data.apiSessionPostureData[apiSessionId]).toMatchObject({
+      endpointState: { wokenAt: expect.any(String), unlockedAt: null },
+      mfa: { apiSessionId, passedMfa: true },
+    });
+    // ENDPOINT_STATE is the same report under its own name
+    ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'ENDPOINT_STATE', unlocked: true }));
+    expect(ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin })).apiSessionPostureData[apiSessionId].endpointState.unlockedAt).toEqual(
+      expect.any(String),
+    );
+  });
+});
+
+describe('POST /posture-response and /posture-response-bulk', () => {
+  it('answer 400 naming the field for bad input', async () => {
+    const token = await net.login(bob);
+    const one = (body: unknown) => client(t, 'POST', '/posture-response', token, body);
+    const bulk = (body: unknown) => client(t, 'POST', '/posture-response-bulk', token, body);
+    expectError(await one({ typeId: 'DOMAIN', domain: 'x' }), 400, 'COULD_NOT_VALIDATE', 'id');
+    expectError(await one({ id: 'x', domain: 'x' }), 400, 'COULD_NOT_VALIDATE', 'typeId');
+    expectError(await one({ id: 'x', typeId: 'RETINA' }), 400, 'COULD_NOT_VALIDATE', 'typeId');
+    expectError(await one({ id: 'x', typeId: 'DOMAIN' }), 400, 'COULD_NOT_VALIDATE', 'domain');
+    expectError(await one({ id: 'x', typeId: 'OS', type: 'Linux' }), 400, 'COULD_NOT_VALIDATE', 'version');
+    expectError(await one({ id: 'x', typeId: 'MAC' }), 400, 'COULD_NOT_VALIDATE', 'macAddresses');
+    expectError(await one({ id: 'x', typeId: 'PROCESS', isRunning: true }), 400, 'COULD_NOT_VALIDATE', 'path');
+    expectError(await one({ id: 'x', typeId: 'PROCESS', path: '/x', isRunning: 'yes' }), 400, 'COULD_NOT_VALIDATE', 'isRunning');
+    expectError(await one({ id: 'x', typeId: 'DOMAIN', domain: 'x'.repeat(300) }), 400, 'COULD_NOT_VALIDATE', 'domain');
+    expectError(await one([]), 400, 'COULD_NOT_VALIDATE');
+    expectError(await bulk({ id: 'x', typeId: 'DOMAIN', domain: 'x' }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await bulk([{ id: 'x', typeId: 'DOMAIN', domain: 'x' }, { id: 'y', typeId: 'DOMAIN' }]), 400, 'COULD_NOT_VALIDATE', '[1].domain');
+    expectError(await bulk([{ id: 'x', typeId: 'MAC', macAddresses: 'aa' }]), 400, 'COULD_NOT_VALIDATE', '[0].macAddresses');
+    expectError(await bulk(Array.from({ length: 101 }, () => ({ id: 'x', typeId: 'DOMAIN', domain: 'x' }))), 400, 'COULD_NOT_VALIDATE');
+    // nothing of a refused bulk is stored
+    const data = ok(await call(t, 'GET', `${MGMT}/identities/${bob.id}/posture-data`, { token: net.admin }));
+    expect(data.domain).toBeNull();
+  });
+
+  it('answer 401 without a credential', async () => {
+    expectError(await client(t, 'POST', '/posture-response', undefined, { id: 'x', typeId: 'DOMAIN', domain: 'x' }), 401, 'UNAUTHORIZED');
+    expectError(await client(t, 'POST', '/posture-response-bulk', undefined, []), 401, 'UNAUTHORIZED');
+  });
+
+  it('accept an empty bulk and a response for a check that does not exist', async () => {
+    const token = await net.login(bob);
+    expect(ok(await client(t, 'POST', '/posture-response-bulk', token, []))).toEqual({});
+    expect(ok(await client(t, 'POST', '/posture-response', token, { id: 'no-such-check', typeId: 'DOMAIN', domain: 'bob.example' }))).toEqual({});
+  });
+});
+
+describe('posture on the Management API', () => {
+  it('GET /identities/{id}/posture-data shows the identity\u2019s latest reports per kind and per API session, and nobody else\u2019s', async () => {
+    const carol = await net.person('carol', ['staff']);
+    const token = await net.login(carol);
+    t.clock.advance(1_000);
+    ok(
+      await client(t, 'POST', '/posture-response-bulk', token, [
+        { id: 'c-os', typeId: 'OS', type: 'Windows', version: '10.0.22631', build: '3007' },
+        { id: 'c-dom', typeId: 'DOMAIN', domain: 'carol.example' },
+        { id: 'c-mac', typeId: 'MAC', macAddresses: ['0a:1b:2c:3d:4e:5f'] },
+        { id: 'c-proc', typeId: 'PROCESS', path: 'C:\\agent.exe', isRunning: true, hash: 'ff', signerFingerprints: ['aa'] },
+      ]),
+    );
+    const data = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
+    const at = expect.stringMatching(/^\d{4}-\d\d-\d\dT/);
+    expect(data.os).toEqual({ lastUpdatedAt: at, postureCheckId: 'c-os', timedOut: false, type: 'Windows', version: '10.0.22631', build: '3007' });
+    expect(data.domain).toEqual({ lastUpdatedAt: at, postureCheckId: 'c-dom', timedOut: false, domain: 'carol.example' });
+    expect(data.mac).toEqual({ lastUpdatedAt: at, postureCheckId: 'c-mac', timedOut: false, addresses: ['0a:1b:2c:3d:4e:5f'] });
+    expect(data.processes).toEqual([
+      { lastUpdatedAt: at, postureCheckId: 'c-proc', timedOut: false, path: 'C:\\agent.exe', isRunning: true, binaryHash: 'ff', signerFingerprints: ['aa'] },
+    ]);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id;
+    expect(Object.keys(data.apiSessionPostureData)).toEqual([apiSessionId]);
+    expect(data.apiSessionPostureData[apiSessionId].domain.domain).toBe('carol.example');
+    // a newer report from another API session wins at the top
+    const second = await net.login(carol);
+    t.clock.advance(1_000);
+    ok(await client(t, 'POST', '/posture-response', second, { id: 'c-dom', typeId: 'DOMAIN', domain: 'second.example' }));
+    const later = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
+    expect(later.domain.domain).toBe('second.example');
+    expect(Object.keys(later.apiSessionPostureData)).toHaveLength(2);
+    // bob sees none of it
+    const bobs = ok(await call(t, 'GET', `${MGMT}/identities/${bob.id}/posture-data`, { token: net.admin }));
+    expect(JSON.stringify(bobs)).not.toContain('carol.example');
+    // posture data goes with its API session
+    ok(await client(t, 'DELETE', '/current-api-session', token));
+    const after = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
+    expect(Object.keys(after.apiSessionPostureData)).toHaveLength(1);
+    expect(after.os).toBeNull();
+  });
+
+  it('GET /identities/{id}/failed-service-requests lists the identity\u2019s refusals only, newest first, the newest few kept', async () => {
+    const { service } = await guarded('svc-refused', 'DOMAIN', { domains: ['never.example'] });
+    const dave = await net.person('dave', ['staff']);
+    const token = await net.login(dave);
+    for (let i = 0; i < KEPT_FAILURES + 3; i++) {
+      t.clock.advance(1_000);
+      expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+    }
+    const list = ok(await call(t, 'GET', `${MGMT}/identities/${dave.id}/failed-service-requests`, { token: net.admin })) as any[];
+    expect(list).toHaveLength(KEPT_FAILURES);
+    expect(list.map((f) => f.when)).toEqual(list.map((f) => f.when).sort().reverse());
+    expect(list[0]).toMatchObject({ serviceId: service, serviceName: 'svc-refused', sessionType: 'Dial' });
+    const others = ok(await call(t, 'GET', `${MGMT}/identities/${bob.id}/failed-service-requests`, { token: net.admin })) as any[];
+    expect(others.some((f) => f.serviceId === service)).toBe(false);
+  });
+
+  it('answer 404 for an unknown identity and 401 to callers who are not admins', async () => {
+    for (const sub of ['posture-data', 'failed-service-requests']) {
+      expectError(await call(t, 'GET', `${MGMT}/identities/no-such-id/${sub}`, { token: net.admin }), 404, 'NOT_FOUND');
+      expectError(await call(t, 'GET', `${MGMT}/identities/${alice.id}/${sub}`, { token: await net.login(alice) }), 401, 'UNAUTHORIZED');
+      expectError(await call(t, 'GET', `${MGMT}/identities/${alice.id}/${sub}`), 401, 'UNAUTHORIZED');
+    }
+  });
+});
