@@ -1,7 +1,7 @@
 // The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and full sync
 // so that an acknowledged write survives a crash.
 import Database from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { Kysely, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { ColumnInfo, Dialect } from './dialect.js';
 import { sqliteFlavor } from './sqlite-flavor.js';
@@ -14,13 +14,43 @@ const DDL: Record<ColumnType, string> = {
   json: 'text',
 };
 
+/** Statements kept at most; queries with inline lists make many distinct texts, so the cache is bounded. */
+const STATEMENT_CACHE_SIZE = 512;
+
+/**
+ * Kysely prepares every query anew, and preparing costs about as much as running a join; the
+ * same texts come back on every request, so prepared statements are kept by text (least recently
+ * used first out). Kysely runs one query at a time on this connection, so a statement is never in
+ * use twice at once.
+ */
+function withStatementCache(database: Database.Database): SqliteDatabase {
+  const statements = new Map<string, Database.Statement>();
+  return {
+    prepare(sqlText: string) {
+      let statement = statements.get(sqlText);
+      if (statement) {
+        statements.delete(sqlText);
+      } else {
+        statement = database.prepare(sqlText);
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
+      }
+      statements.set(sqlText, statement);
+      return statement;
+    },
+    close() {
+      statements.clear();
+      database.close();
+    },
+  };
+}
+
 export function openSqlite(path: string): Dialect {
   const database = new Database(path);
   database.pragma('journal_mode = WAL');
   database.pragma('foreign_keys = ON');
   database.pragma('synchronous = FULL');
   database.pragma('busy_timeout = 5000');
-  const db = new Kysely({ dialect: new SqliteDialect({ database }) });
+  const db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
 
   return {
     name: 'sqlite',
