@@ -407,3 +407,21 @@ describe('after expiry', () => {
     });
   });
 });
+
+describe('expired revocations', () => {
+  it('are deleted from the store by the sweep once nothing they could revoke is valid', async () => {
+    const id = fresh('sweep');
+    expect((await revoke(admin, { id, type: 'API_SESSION' })).statusCode).toBe(201);
+    await t.app.core.revocations.sweep(); // whatever earlier tests left expired
+    expect((await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: admin })).statusCode).toBe(200);
+    t.clock.advance(24 * HOUR + MINUTE);
+    try {
+      expect(await t.app.core.revocations.sweep()).toBeGreaterThanOrEqual(1);
+      const token = await asAdmin(t);
+      expect((await call(t, 'GET', `${MGMT}/revocations/${id}`, { token })).statusCode).toBe(404);
+      expect(t.app.core.revocations.isRevoked('API_SESSION', id, 0)).toBe(false);
+    } finally {
+      t.clock.advance(-(24 * HOUR + MINUTE));
+    }
+  });
+});

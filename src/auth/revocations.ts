@@ -28,11 +28,14 @@ interface Entry {
 
 /** How often at most expired entries are dropped from memory. */
 export const PRUNE_INTERVAL_MS = 60_000;
+export const SWEEP_INTERVAL_MS = 10 * 60_000;
 
 export class Revocations {
   private readonly byKind = new Map<RevocationKind, Map<string, Entry>>(REVOCATION_KINDS.map((k) => [k, new Map()]));
   private nextPruneAt: number;
   private unsubscribe: (() => void) | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  private resources: Resources | undefined;
 
   constructor(private readonly clock: Clock) {
     this.nextPruneAt = clock() + PRUNE_INTERVAL_MS;
@@ -44,7 +47,10 @@ export class Revocations {
    */
   async start(resources: Resources): Promise<void> {
     this.stop();
+    this.resources = resources;
     this.unsubscribe = resources.changes.subscribe((change) => this.apply(change));
+    this.sweeper = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_INTERVAL_MS);
+    this.sweeper.unref();
     const rows = await resources.store.db
       .selectFrom('revocations')
       .select(['id', 'type', 'created_at', 'updated_at', 'expires_at'])
@@ -64,6 +70,23 @@ export class Revocations {
   stop(): void {
     this.unsubscribe?.();
     this.unsubscribe = undefined;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  /**
+   * Deletes the revocations that no longer matter from the store (no token they could revoke is
+   * still valid); answers how many. Runs every SWEEP_INTERVAL_MS while started.
+   */
+  async sweep(): Promise<number> {
+    if (!this.resources) return 0;
+    const result = await this.resources.store.db
+      .deleteFrom('revocations')
+      .where('expires_at', 'is not', null)
+      .where('expires_at', '<=', iso(this.clock()))
+      .executeTakeFirst();
+    this.prune();
+    return Number(result.numDeletedRows);
   }
 
   /** Takes in a change of the feed; anything but a revocation is ignored. */
