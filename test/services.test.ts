@@ -396,3 +396,22 @@ describe('the OpenAPI document', () => {
     expect(listParams).toEqual(expect.arrayContaining(['limit', 'offset', 'filter', 'sort', 'roleFilter', 'roleSemantic']));
   });
 });
+
+describe('configTypes on the list', () => {
+  it('adds config (type name → data) for the asked-for types, by name, id or "all"', async () => {
+    const id = await createService({ name: 'svc-config-types', configs: [interceptA, host] });
+    const page = async (q: string) => {
+      const res = await call(t, 'GET', `${base}?filter=${encodeURIComponent(`id = "${id}"`)}&${q}`, { token: admin });
+      expect(res.statusCode, res.body).toBe(200);
+      return json(res).data[0];
+    };
+    expect((await page('')).config).toBeUndefined();
+    expect((await page('configTypes=intercept.v1')).config).toEqual({ 'intercept.v1': INTERCEPT });
+    expect((await page('configTypes=intercept.v1&configTypes=host.v1')).config).toEqual({
+      'intercept.v1': INTERCEPT,
+      'host.v1': { protocol: 'tcp', address: 'localhost', port: 443 },
+    });
+    expect(Object.keys((await page('configTypes=all')).config).sort()).toEqual(['host.v1', 'intercept.v1']);
+    expect((await page('configTypes=proxy.v1')).config).toEqual({});
+  });
+});

@@ -505,3 +505,40 @@ export async function seedConfigTypes(ctx: WriteContext): Promise<void> {
     });
   }
 }
+
+interface ConfigOfType {
+  id: string;
+  data: unknown;
+  typeId: string;
+  typeName: string;
+}
+
+/**
+ * `config` on a page of services: for each service, the data of its configs whose type is among
+ * the asked-for ones (by id or name, or "all"), keyed by the type's name.
+ */
+export async function addConfigsOfTypes(ex: Executor, query: Record<string, unknown>, answers: Record<string, unknown>[]): Promise<void> {
+  if (query.configTypes === undefined) return;
+  const asked = (Array.isArray(query.configTypes) ? query.configTypes : [query.configTypes]).map(String);
+  const all = asked.includes('all');
+  const configIds = [...new Set(answers.flatMap((a) => (a.configs as string[] | undefined) ?? []))];
+  const rows =
+    configIds.length === 0
+      ? []
+      : await ex
+          .selectFrom('configs as c')
+          .innerJoin('config_types as t', 't.id', 'c.config_type_id')
+          .select(['c.id as id', 'c.data as data', 't.id as typeId', 't.name as typeName'])
+          .where('c.id', 'in', configIds)
+          .execute();
+  const byId = new Map((rows as ConfigOfType[]).map((r) => [r.id, r]));
+  for (const answer of answers) {
+    const config: Record<string, unknown> = {};
+    for (const id of (answer.configs as string[] | undefined) ?? []) {
+      const row = byId.get(id);
+      if (!row || !(all || asked.includes(row.typeId) || asked.includes(row.typeName))) continue;
+      config[row.typeName] = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;
+    }
+    answer.config = config;
+  }
+}

@@ -81,6 +81,8 @@ export interface ResourceRouteOptions {
   listQueryExtra?: Record<string, TSchema>;
   /** Narrows a list before the filter from its query (roleFilter and the like); undefined: no narrowing. */
   listScope?: (query: Record<string, unknown>) => Promise<Expression<SqlBool> | undefined>;
+  /** Adds read fields a list query asks for (configTypes and the like) to a page of answers. */
+  listDecorate?: (query: Record<string, unknown>, answers: Record<string, unknown>[]) => Promise<void>;
 }
 
 export function registerResourceRoutes(
@@ -114,6 +116,7 @@ export function registerResourceRoutes(
         const list = parseList(query, service.filter, flavor);
         const scope = await options.listScope?.(query);
         const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query);
+        await options.listDecorate?.(query, items);
         return envelope(items, listMeta(list, total, service.filter));
       },
     });

@@ -7,6 +7,7 @@ import type { Core } from '../../app/core.js';
 import type { ResourceService } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import {
+  addConfigsOfTypes,
   assertCreateOnlyUnchanged,
   associateIdentityServiceConfigs,
   disassociateIdentityServiceConfigs,
@@ -25,7 +26,21 @@ import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourc
 /** Computed read fields of a service. */
 export const ServiceReadExtra: Record<string, TSchema> = {
   configs: Type.Array(Type.String(), { description: 'ids of the configs of the service, at most one per config type' }),
+  config: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: 'config type name → config data, for the configTypes the list asked for',
+    }),
+  ),
 };
+
+const ConfigTypesQuery = {
+  configTypes: Type.Optional(
+    Type.Union([Type.String({ maxLength: 255 }), Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 })], {
+      description: 'repeatable: config type ids or names whose data each service answer carries under `config`; "all" for every type',
+    }),
+  ),
+};
+
 
 const ServiceConfigPairSchema = Type.Object(
   {
@@ -116,8 +131,9 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
   withFixedFields(app, core, services, (scoped) =>
     registerResourceRoutes(scoped, services, flavor, {
       readExtra: ServiceReadExtra,
-      listQueryExtra: RoleFilterQuery,
+      listQueryExtra: { ...RoleFilterQuery, ...ConfigTypesQuery },
       listScope: roleFilterScope('services', flavor),
+      listDecorate: (query, answers) => addConfigsOfTypes(core.store.db, query, answers),
     }),
   );
 
