@@ -90,9 +90,9 @@ describe('list and detail', () => {
 
   it('has no create or update routes', async () => {
     const s = await userSession();
-    expectError(await call(t, 'POST', `${MGMT}/api-sessions`, { token: admin, body: {} }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', `${MGMT}/api-sessions/${s.id}`, { token: admin, body: {} }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', `${MGMT}/api-sessions/${s.id}`, { token: admin, body: {} }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'POST', `${MGMT}/api-sessions`, { token: admin, body: {} }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'PATCH', `${MGMT}/api-sessions/${s.id}`, { token: admin, body: {} }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'PUT', `${MGMT}/api-sessions/${s.id}`, { token: admin, body: {} }), 405, 'METHOD_NOT_ALLOWED');
   });
 
   it('are for admins only', async () => {

@@ -108,7 +108,7 @@ describe('this controller', () => {
   it('has a list only: no detail, create, change or delete routes', async () => {
     const id = (await list(admin)).data[0].id;
     expectError(await call(t, 'GET', `${MGMT}/controllers/${id}`, { token: admin }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'POST', `${MGMT}/controllers`, { token: admin, body: { name: 'x' } }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'POST', `${MGMT}/controllers`, { token: admin, body: { name: 'x' } }), 405, 'METHOD_NOT_ALLOWED');
     expectError(await call(t, 'PATCH', `${MGMT}/controllers/${id}`, { token: admin, body: {} }), 404, 'NOT_FOUND');
     expectError(await call(t, 'DELETE', `${MGMT}/controllers/${id}`, { token: admin }), 404, 'NOT_FOUND');
   });

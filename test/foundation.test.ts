@@ -117,9 +117,11 @@ describe('errors', () => {
     expect(json(res).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
   });
 
-  it('methods without a route are 404 with the envelope', async () => {
+  it('a method a path does not take is 405 with Allow and the envelope', async () => {
     const res = await t.inject({ method: 'DELETE', url: `${CLIENT}/version` });
-    expect(res.statusCode).toBe(404);
-    expect(json(res).error.code).toBe('NOT_FOUND');
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET');
+    expect(json(res).error.code).toBe('METHOD_NOT_ALLOWED');
+    expect(json(res).error.requestId).toBeTruthy();
   });
 });

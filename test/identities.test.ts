@@ -505,12 +505,12 @@ describe('identity types', () => {
     expectError(await call(t, 'GET', `${MGMT}/identity-types/Robot`, { token: admin }), 404, 'NOT_FOUND');
   });
 
-  it('has no write routes', async () => {
+  it('has no write routes (405: the paths only read)', async () => {
     const body = { name: 'Robot' };
-    expectError(await call(t, 'POST', `${MGMT}/identity-types`, { token: admin, body }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', `${MGMT}/identity-types/User`, { token: admin, body }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', `${MGMT}/identity-types/User`, { token: admin, body }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'DELETE', `${MGMT}/identity-types/User`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'POST', `${MGMT}/identity-types`, { token: admin, body }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'PUT', `${MGMT}/identity-types/User`, { token: admin, body }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'PATCH', `${MGMT}/identity-types/User`, { token: admin, body }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'DELETE', `${MGMT}/identity-types/User`, { token: admin }), 405, 'METHOD_NOT_ALLOWED');
   });
 });
 

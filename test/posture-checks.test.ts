@@ -334,12 +334,12 @@ describe('posture check types', () => {
     expectError(await call(t, 'GET', `${TYPES}?filter=${encodeURIComponent('nope = 1')}`, { token: admin }), 400, 'INVALID_FILTER');
   });
 
-  it('has no write routes', async () => {
+  it('has no write routes (405: the paths only read)', async () => {
     const body = { name: 'RETINA' };
-    expectError(await call(t, 'POST', TYPES, { token: admin, body }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', `${TYPES}/MFA`, { token: admin, body }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', `${TYPES}/MFA`, { token: admin, body }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'DELETE', `${TYPES}/MFA`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'POST', TYPES, { token: admin, body }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'PUT', `${TYPES}/MFA`, { token: admin, body }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'PATCH', `${TYPES}/MFA`, { token: admin, body }), 405, 'METHOD_NOT_ALLOWED');
+    expectError(await call(t, 'DELETE', `${TYPES}/MFA`, { token: admin }), 405, 'METHOD_NOT_ALLOWED');
   });
 
   it('seeding again changes nothing', async () => {

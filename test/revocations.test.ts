@@ -139,7 +139,7 @@ describe('create and read', () => {
     expect((await revoke(admin, { id, type: 'JTI' })).statusCode).toBe(201);
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
       const res = await call(t, method, `${MGMT}/revocations/${id}`, { token: admin, body: { type: 'IDENTITY' } });
-      expectError(res, 404, 'NOT_FOUND');
+      expectError(res, 405, 'METHOD_NOT_ALLOWED');
     }
     expect(json(await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: admin })).data.type).toBe('JTI');
   });

@@ -96,7 +96,20 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   void reply.code(apiError.status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
 }
 
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** 405 with Allow when the path exists under other methods, else 404. */
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  const path = (request.url.split('?')[0] ?? '').slice(0, 200);
-  handleError(new ApiError('NOT_FOUND', `no route ${request.method} ${path}`), request, reply);
+  const path = request.url.split('?')[0] ?? '';
+  const shown = path.slice(0, 200);
+  const allowed = METHODS.filter((method) => method !== request.method && request.server.findRoute({ method, url: path }));
+  if (allowed.length > 0) {
+    handleError(
+      new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${shown}`, undefined, { allow: allowed.join(', ') }),
+      request,
+      reply,
+    );
+    return;
+  }
+  handleError(new ApiError('NOT_FOUND', `no route ${request.method} ${shown}`), request, reply);
 }
