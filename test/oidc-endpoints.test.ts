@@ -523,3 +523,24 @@ describe('informational', () => {
     expectError(await t.inject({ method: 'GET', url: '/oidc/nothing-here' }), 404, 'NOT_FOUND');
   });
 });
+
+describe('redirect URIs from the controller settings', () => {
+  it('a pattern of the global setting is allowed from the next authorization on, and gone once removed', async () => {
+    const uri = 'https://app.example.com/auth/callback';
+    const refused = await authorize(authorizeQuery({ redirect_uri: uri }));
+    expect(refused.statusCode).toBe(400);
+    admin = await asAdmin(t);
+    const created = await call(t, 'POST', `${MGMT}/controller-settings`, {
+      token: admin,
+      body: { controllerId: 'global', oidc: { redirectUris: ['https://app.example.com/auth/callback'] } },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    await t.app.core.oidcSettings.load(); // the change feed reloads it in the background; wait for it here
+    const allowed = await authorize(authorizeQuery({ redirect_uri: uri }));
+    expect(allowed.statusCode, allowed.body).toBe(302);
+    expect(allowed.headers.location).toMatch(/\/oidc\/login\/password\?authRequestID=/);
+    expect((await call(t, 'DELETE', `${MGMT}/controller-settings/global`, { token: admin })).statusCode).toBe(200);
+    await t.app.core.oidcSettings.load();
+    expect((await authorize(authorizeQuery({ redirect_uri: uri }))).statusCode).toBe(400);
+  });
+});

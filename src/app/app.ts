@@ -19,6 +19,7 @@ import { IdentityDirectory } from '../auth/identity-directory.js';
 import { FailureThrottle } from '../auth/throttle.js';
 import { Revocations } from '../auth/revocations.js';
 import { OidcProvider } from '../oidc/provider.js';
+import { OidcSettingsView } from '../oidc/settings.js';
 import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
@@ -131,6 +132,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await revocations.start(resources);
     const oidc = await OidcProvider.open({ config, clock, log, store, resources, sessions, identities, revocations });
     await oidc.start();
+    const oidcSettings = new OidcSettingsView(resources);
     const core: Core = {
       config,
       clock,
@@ -145,6 +147,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       loginThrottle: new FailureThrottle(clock),
       revocations,
       oidc,
+      oidcSettings,
       capabilities: () =>
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']
@@ -154,6 +157,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';
     const apiAddresses = apiAddressesOf(config.web, SERVED_BINDINGS);
     await resources.write((ctx) => registerController(ctx, { name: self, address: self, certPem: pki.serverCertPem, apiAddresses }));
+    await oidcSettings.start();
 
     const servers: RunningServer[] = [];
     for (const listener of config.web) {
@@ -182,6 +186,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       async close() {
         await Promise.all(servers.map((s) => s.app.close()));
         oidc.stop();
+        oidcSettings.stop();
         revocations.stop();
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));

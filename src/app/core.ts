@@ -12,6 +12,7 @@ import type { FailureThrottle } from '../auth/throttle.js';
 import type { IdentityAnswers } from '../domain/identities.js';
 import type { Revocations } from '../auth/revocations.js';
 import type { OidcProvider } from '../oidc/provider.js';
+import type { OidcSettingsView } from '../oidc/settings.js';
 
 export interface Core {
   readonly config: Config;
@@ -29,6 +30,8 @@ export interface Core {
   readonly revocations: Revocations;
   /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */
   readonly oidc: OidcProvider;
+  /** OIDC redirect patterns of the controller settings (global and this controller's). */
+  readonly oidcSettings: OidcSettingsView;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
 }

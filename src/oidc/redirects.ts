@@ -46,13 +46,33 @@ function parsePattern(text: string): Pattern | undefined {
   };
 }
 
+function parsePatterns(texts: readonly string[]): Pattern[] {
+  return texts.map(parsePattern).filter((p): p is Pattern => p !== undefined);
+}
+
 export class RedirectPolicy {
   private readonly patterns: Pattern[];
+  private extraSource: readonly string[] = [];
+  private extraPatterns: Pattern[] = [];
 
-  constructor(configured: readonly string[] = []) {
-    this.patterns = [...DEFAULT_REDIRECT_PATTERNS, ...configured]
-      .map(parsePattern)
-      .filter((p): p is Pattern => p !== undefined);
+  /**
+   * `configured`: the listener's patterns. `extra`: patterns that may change while running (the
+   * controller settings), asked for on every check and parsed again only when they change.
+   */
+  constructor(
+    configured: readonly string[] = [],
+    private readonly extra: () => readonly string[] = () => [],
+  ) {
+    this.patterns = parsePatterns([...DEFAULT_REDIRECT_PATTERNS, ...configured]);
+  }
+
+  private all(): Pattern[] {
+    const source = this.extra();
+    if (source !== this.extraSource) {
+      this.extraSource = source;
+      this.extraPatterns = parsePatterns(source);
+    }
+    return this.extraPatterns.length === 0 ? this.patterns : [...this.patterns, ...this.extraPatterns];
   }
 
   /** Whether `uri` may receive the answer of an authorization (or a post-logout redirect). */
@@ -68,7 +88,7 @@ export class RedirectPolicy {
     if (url.username !== '' || url.password !== '' || uri.includes('#')) return false;
     const host = canonicalHost(url.hostname);
     const port = portOf(url);
-    return this.patterns.some(
+    return this.all().some(
       (p) =>
         p.protocol === url.protocol &&
         p.host === host &&

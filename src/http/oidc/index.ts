@@ -45,7 +45,8 @@ const MISSING_BEARER = 'Bearer realm="overlay-oidc" error="missing" error_descri
 
 export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOptions): Promise<void> {
   const { core, bindPoint } = opts;
-  const redirects = new RedirectPolicy(opts.redirectURIs ?? []);
+  const redirects = new RedirectPolicy(opts.redirectURIs ?? [], () => core.oidcSettings.patterns.redirectUris);
+  const postLogoutRedirects = new RedirectPolicy(opts.redirectURIs ?? [], () => core.oidcSettings.patterns.postLogoutUris);
   const issuerOf = (request: FastifyRequest): string => core.oidc.issuers.forHost(request.headers.host, bindPoint.address);
 
   const discoveries = new Map<string, string>();
@@ -246,7 +247,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         handler: async (request, reply) => {
           const p = requestParams(request);
           const target = p.post_logout_redirect_uri;
-          if (target !== undefined && !redirects.allows(target)) {
+          if (target !== undefined && !postLogoutRedirects.allows(target)) {
             throw new OAuthError('invalid_request', 'post_logout_redirect_uri is not allowed for this client');
           }
           if (p.client_id !== undefined && p.client_id !== CLIENT_ID) throw new OAuthError('invalid_request', 'unknown client_id');
