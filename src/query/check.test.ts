@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../errors.js';
 import type { FilterField, FilterSymbols, ParsedQuery } from './ast.js';
 import { checkQuery, compileWhere, parseFilter, parseSort } from './index.js';
 import { sqliteFlavor } from '../store/sqlite-flavor.js';
+import { apiError, position } from './expect-error.test-support.js';
 
 const fields: FilterField[] = [
   { name: 'id', type: 'string', column: 'id' },
@@ -21,22 +21,6 @@ function check(text: string): ParsedQuery {
   const q = parseFilter(text);
   checkQuery(q, symbols, sortable);
   return q;
-}
-
-function apiError(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  }
-  throw new Error('expected an ApiError, nothing was thrown');
-}
-
-function position(err: ApiError): number {
-  const m = /at character (\d+)/.exec(err.message);
-  expect(m, err.message).not.toBeNull();
-  return Number(m![1]);
 }
 
 describe('checkQuery accepts well-typed filters', () => {

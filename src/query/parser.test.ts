@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../errors.js';
 import type { Expr, Literal, Subject } from './ast.js';
 import { MAX_ARRAY_ITEMS, MAX_DEPTH, MAX_PREDICATES, normaliseDateTime, parseFilter, parseSort } from './index.js';
+import { apiError, position } from './expect-error.test-support.js';
 
 // A compact rendering of the tree, so expectations read like the filter they describe.
 function lit(l: Literal): string {
@@ -51,23 +51,6 @@ function where(text: string): string {
   const q = parseFilter(text);
   if (q.where === undefined) throw new Error(`no condition parsed from ${text}`);
   return show(q.where);
-}
-
-/** Runs `fn`, expecting an ApiError; returns it. */
-function apiError(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  }
-  throw new Error('expected an ApiError, nothing was thrown');
-}
-
-function position(err: ApiError): number {
-  const m = /at character (\d+)/.exec(err.message);
-  expect(m, err.message).not.toBeNull();
-  return Number(m![1]);
 }
 
 describe('parseFilter: operators and literals', () => {
