@@ -4,7 +4,7 @@
 // move for anything else (another identity, an unrelated service, config or check, an edge router,
 // the same posture reported again).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_ENV, asAdmin, call, CHALLENGE_MISSING, expectError, MGMT, startTestController, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, call, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, HOST, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
 import { ClientNetwork } from '../src/domain/client-network.js';
 
@@ -88,8 +88,7 @@ describe('GET /current-api-session/service-updates', () => {
 
   it('answers 401 without a credential', async () => {
     const res = await client(t, 'GET', '/current-api-session/service-updates');
-    expectError(res, 401, 'UNAUTHORIZED');
-    expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+    expectMissingCredential(res);
   });
 });
 

@@ -4,7 +4,7 @@
 // policy; filters, sort and paging never widen that scope; the service's edge routers, terminators and
 // the caller's edge routers; the admin-only writes; the controllers and external JWT signer lists.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_ENV, asAdmin, call, CHALLENGE_MISSING, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
 import { ClientNetwork } from '../src/domain/client-network.js';
 import type { Caller } from '../src/domain/client-services.js';
@@ -206,8 +206,7 @@ describe('GET /services', () => {
     expectError(await client(t, 'GET', '/services?sort=noSuchField', tokens.alice), 400, 'INVALID_SORT_IDENTIFIER');
     expectError(await client(t, 'GET', '/services?limit=many', tokens.alice), 400, 'INVALID_PAGINATION', 'limit');
     const res = await client(t, 'GET', '/services');
-    expectError(res, 401, 'UNAUTHORIZED');
-    expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+    expectMissingCredential(res);
   });
 });
 

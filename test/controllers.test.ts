@@ -9,7 +9,6 @@ import {
   ADMIN_ENV,
   asAdmin,
   call,
-  CHALLENGE_MISSING,
   CLIENT,
   createIdentityWithPassword,
   expectError,
@@ -20,6 +19,7 @@ import {
   startTestController,
   tempDir,
   type TestController,
+  expectMissingCredential,
 } from './helpers.js';
 
 /** SHA-1 of the DER as lowercase hex, computed independently of the controller's own helper. */
@@ -241,8 +241,7 @@ describe('who may', () => {
   it('answers 401 with the challenge without a credential, on both APIs', async () => {
     for (const api of [MGMT, CLIENT]) {
       const res = await call(t, 'GET', `${api}/controllers`);
-      expectError(res, 401, 'UNAUTHORIZED');
-      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+      expectMissingCredential(res);
     }
   });
 

@@ -194,6 +194,14 @@ export function expectError(res: LightMyRequestResponse, status: number, code: s
   return body;
 }
 
+/** Asserts the answer to a request without any credential: 401 UNAUTHORIZED with both challenges. */
+export function expectMissingCredential(res: LightMyRequestResponse): void {
+  expectError(res, 401, 'UNAUTHORIZED');
+  if (res.headers['www-authenticate'] !== CHALLENGE_MISSING) {
+    throw new Error(`expected the missing-credential challenge, got ${String(res.headers['www-authenticate'])}`);
+  }
+}
+
 /** SHA-256 hex of a token: what the store keeps of it. */
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');

@@ -5,7 +5,6 @@ import {
   ADMIN_ENV,
   asAdmin,
   call,
-  CHALLENGE_MISSING,
   createIdentityWithPassword,
   expectError,
   json,
@@ -13,6 +12,7 @@ import {
   MGMT,
   startTestController,
   type TestController,
+  expectMissingCredential,
 } from './helpers.js';
 
 let t: TestController;
@@ -143,8 +143,7 @@ describe.each([
     ];
     for (const [method, url, body] of routes) {
       const res = await call(t, method as 'GET', url, { body });
-      expectError(res, 401, 'UNAUTHORIZED');
-      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+      expectMissingCredential(res);
       expectError(await call(t, method as 'GET', url, { token: none, body }), 401, 'UNAUTHORIZED');
     }
     expect((await call(t, 'GET', `${URL}/${id}`, { token: readOnly })).statusCode).toBe(200);

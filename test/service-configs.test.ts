@@ -5,7 +5,6 @@ import {
   ADMIN_ENV,
   asAdmin,
   call,
-  CHALLENGE_MISSING,
   createIdentity,
   createIdentityWithPassword,
   expectError,
@@ -14,6 +13,7 @@ import {
   MGMT,
   startTestController,
   type TestController,
+  expectMissingCredential,
 } from './helpers.js';
 
 let t: TestController;
@@ -231,8 +231,7 @@ describe('authorization', () => {
     const id = await createIdentity(t, admin, { name: 'isc-auth' });
     for (const method of ['GET', 'POST', 'DELETE'] as const) {
       const res = await call(t, method, url(id), { body: method === 'GET' ? undefined : [{ serviceId: svcA, configId: host }] });
-      expectError(res, 401, 'UNAUTHORIZED');
-      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+      expectMissingCredential(res);
     }
     expectError(await call(t, 'GET', url('nope')), 401, 'UNAUTHORIZED');
   });

@@ -6,7 +6,6 @@ import {
   ADMIN_ENV,
   asAdmin,
   call,
-  CHALLENGE_MISSING,
   createIdentityWithPassword,
   expectError,
   json,
@@ -14,6 +13,7 @@ import {
   MGMT,
   startTestController,
   type TestController,
+  expectMissingCredential,
 } from './helpers.js';
 
 let t: TestController;
@@ -327,8 +327,7 @@ describe('authorization', () => {
       ['GET', `${base}/${id}/configs`],
     ] as const) {
       const res = await call(t, method, url, { body: method === 'GET' || method === 'DELETE' ? undefined : { name: 'x', encryptionRequired: false } });
-      expectError(res, 401, 'UNAUTHORIZED');
-      expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+      expectMissingCredential(res);
     }
     expect((await getService(id)).name).toBe('svc-auth');
   });

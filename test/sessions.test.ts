@@ -4,7 +4,7 @@
 // Management API's list, detail, delete and route path, and the session token's signature.
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_ENV, asAdmin, call, CHALLENGE_MISSING, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, idsOf, Network, ok, type Person } from './fixtures/network.js';
 
 let t: TestController;
@@ -47,8 +47,7 @@ const create = (token: string | undefined, body: unknown) => client(t, 'POST', '
 describe('POST /sessions', () => {
   it('answers 401 without a credential', async () => {
     const res = await create(undefined, { serviceId: ids.web });
-    expectError(res, 401, 'UNAUTHORIZED');
-    expect(res.headers['www-authenticate']).toBe(CHALLENGE_MISSING);
+    expectMissingCredential(res);
   });
 
   it('answers 400 naming the field for a malformed body', async () => {
