@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The `overlay` command.
+import './node-version.js'; // first: refuses an unsupported Node.js before anything else loads
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type ConfigFlags } from '../config/index.js';
 import { createApp } from '../app/app.js';

@@ -5,9 +5,10 @@ import type { X509Certificate} from 'node:crypto';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIPv6, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { PeerCertificate } from 'node:tls';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PKI_FILES, ensurePki, parsePemCertificates, type EnsurePkiOptions, type Pki } from './index.js';
 
@@ -436,10 +437,25 @@ describe('TLS', () => {
       return; // no IPv6 loopback on this host
     }
     try {
-      expect(await get({ host: '::1', port: listening.port, ca: pki.trustBundlePem })).toEqual({
+      // Node 22.23's tls.checkServerIdentity never matches an IPv6 host against an IP SAN
+      // (nodejs/node#64144, fixed upstream, not yet released on 22), so this client compares the IP SANs
+      // itself; the chain is still verified against the trust bundle.
+      const checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
+        const canonical = (ip: string) => (isIPv6(ip) ? new URL(`https://[${ip}]/`).hostname : ip);
+        const ips = (cert.subjectaltname ?? '')
+          .split(', ')
+          .filter((san) => san.startsWith('IP Address:'))
+          .map((san) => canonical(san.slice('IP Address:'.length)));
+        return ips.includes(canonical(host)) ? undefined : new Error(`${host} is not among ${cert.subjectaltname ?? 'no SANs'}`);
+      };
+      expect(await get({ host: '::1', port: listening.port, ca: pki.trustBundlePem, checkServerIdentity })).toEqual({
         status: 200,
         body: 'hello over TLS',
       });
+      // the same check refuses a certificate without the host among its IP SANs
+      expect(checkServerIdentity('::2', { subjectaltname: 'IP Address:0:0:0:0:0:0:0:1' } as PeerCertificate)).toBeInstanceOf(Error);
+      // and a client without this PKI's trust still fails the handshake
+      await expect(get({ host: '::1', port: listening.port, checkServerIdentity })).rejects.toThrow(/self.signed|unable to get|certificate/i);
     } finally {
       await close(listening.server);
     }
