@@ -31,7 +31,9 @@
 // (target ≤ 5 s); its resident memory (VmRSS of /proc/<pid>/status) after the warm-up and its peak
 // (VmHWM) at the end (≤ 1 GiB); the scale scenarios beside that controller's baseline route, measured
 // like the others (identities/{id}/services rotating over identities with about 20 services, under
-// the run's connections and one request at a time, p99 ≤ 20 ms); the time of PATCHing one identity's
+// the run's connections and one request at a time, p99 ≤ 20 ms); the client's service list, its
+// service updates, and its service list right after an admin changed one of its services (a change
+// before every request, untimed, one request at a time); the time of PATCHing one identity's
 // role attributes so that its links move, over keep-alive (max of 20 changes, 10 with --quick,
 // ≤ 50 ms; the first one loads the policy index); and the time of POSTing service policies that
 // select 10,000 identities each (max of 3, 1 with --quick, ≤ 2 s).
@@ -248,6 +250,30 @@ async function drive(url: string, scenario: Scenario, seconds: number, connectio
 }
 
 /**
+ * One request at a time, each after the scenario's change (not timed): requests/s and latencies are
+ * those of the requests alone.
+ */
+async function afterChanges(ctx: BenchContext, scenario: Scenario, seconds: number): Promise<Segment> {
+  const end = performance.now() + seconds * 1000;
+  const latencies: number[] = [];
+  const statusCodes: Record<string, number> = {};
+  let failures = 0;
+  while (performance.now() < end) {
+    await scenario.changeBefore!(ctx);
+    const t = performance.now();
+    const res = await ctx.request(scenario.method, scenario.path, {
+      ...(scenario.headers ? { headers: scenario.headers } : {}),
+      ...(scenario.body !== undefined ? { body: scenario.body } : {}),
+    });
+    latencies.push(performance.now() - t);
+    statusCodes[res.status] = (statusCodes[res.status] ?? 0) + 1;
+    if (res.status < 200 || res.status > 299) failures++;
+  }
+  const busy = latencies.reduce((a, b) => a + b, 0) / 1000;
+  return { requests: latencies.length, seconds: busy, latencies, failures, statusCodes };
+}
+
+/**
  * The raw Argon2id verify rate on this machine: as many verifications in flight as the benchmark
  * has connections, for `seconds`, with the controller's parameters.
  */
@@ -416,6 +442,7 @@ async function measureSection(section: Section): Promise<EndpointResult[]> {
   const { ctx, endpoints, duration, connections } = section;
   const urlOf = (s: Scenario): string => (s.server === 'peer' ? ctx.peer.url : ctx.url);
   const run = async (s: Scenario, seconds: number, record: boolean): Promise<Segment> => {
+    if (s.changeBefore) return afterChanges(ctx, s, seconds);
     await s.dynamic?.prepare(ctx, s.connections ?? connections);
     return drive(urlOf(s), s, seconds, s.connections ?? connections, record);
   };

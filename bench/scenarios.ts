@@ -60,6 +60,11 @@ export interface Scenario {
   /** The peer measurement `baseline: 'peer'` scenarios are compared with (one per run). */
   isPeer?: boolean;
   dynamic?: DynamicRequests;
+  /**
+   * A write made before every request of the scenario, outside its timing: the requests then go one
+   * at a time on one connection, and the figures are those of the requests alone.
+   */
+  changeBefore?(ctx: BenchContext): Promise<void>;
 }
 
 /** A constant answer registered at the root of the listener by bench/server.ts. */
@@ -279,6 +284,41 @@ function clientScenarios(): Scenario[] {
       async setup(ctx, scenario) {
         await asClient(ctx, scenario);
         scenario.paths = Array.from({ length: 64 }, (_, i) => `${services}&n=${i}`);
+      },
+    },
+    {
+      // What every SDK polls: one small answer, from memory.
+      name: 'client service updates (scale)',
+      method: 'GET',
+      path: '/edge/client/v1/current-api-session/service-updates',
+      target: 0,
+      async setup(ctx, scenario) {
+        await asClient(ctx, scenario);
+      },
+    },
+    {
+      // The list right after an admin changed one of the client's services: nothing kept can answer.
+      name: 'client services after a change (scale)',
+      method: 'GET',
+      path: services,
+      target: 0,
+      connections: 1,
+      async setup(ctx, scenario) {
+        await asClient(ctx, scenario);
+        const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+        const serviceId = scaleOf(ctx).client.serviceIds[0]!;
+        let round = 0;
+        scenario.changeBefore = async (c) => {
+          const res = await c.request('PATCH', `/edge/management/v1/services/${serviceId}`, {
+            headers: admin,
+            body: JSON.stringify({ tags: { benchRound: ++round } }),
+          });
+          if (res.status !== 200) throw new Error(`changing service ${serviceId} failed: ${res.status} ${res.body}`);
+        };
+        // The change shows in the very next list, so it did invalidate what was kept.
+        await scenario.changeBefore(ctx);
+        const res = await ctx.request('GET', services, { headers: scenario.headers });
+        if (!res.body.includes(`"benchRound":${round}`)) throw new Error('the service list did not show the change');
       },
     },
     {
