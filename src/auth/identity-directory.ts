@@ -15,8 +15,15 @@ export interface IdentityState {
   disabledUntil: number | null;
 }
 
+/** Disabled at `now`: disabled without an end, or before its end. */
+export function isDisabledAt(s: Pick<IdentityState, 'disabled' | 'disabledUntil'>, now: number): boolean {
+  return s.disabled && (s.disabledUntil === null || now < s.disabledUntil);
+}
+
 export class IdentityDirectory {
   private readonly cache = new Map<string, IdentityState>();
+  /** Moves on every invalidation: a read that began before one must not fill the cache. */
+  private generation = 0;
 
   constructor(
     private readonly store: Store,
@@ -27,6 +34,7 @@ export class IdentityDirectory {
   async get(id: string): Promise<IdentityState | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
+    const generation = this.generation;
     const e = await this.repo.get(this.store.db, id);
     if (!e) return undefined;
     const state: IdentityState = {
@@ -39,16 +47,18 @@ export class IdentityDirectory {
       disabled: e.disabled === true,
       disabledUntil: typeof e.disabledUntil === 'string' ? Date.parse(e.disabledUntil) : null,
     };
-    this.cache.set(id, state);
+    // A write that committed while this read was under way (a lockout, say) may not show in it.
+    if (generation === this.generation) this.cache.set(id, state);
     return state;
   }
 
   /** Disabled now: disabled without an end, or before its end. */
   isDisabled(s: Pick<IdentityState, 'disabled' | 'disabledUntil'>): boolean {
-    return s.disabled && (s.disabledUntil === null || this.clock() < s.disabledUntil);
+    return isDisabledAt(s, this.clock());
   }
 
   invalidate(id: string): void {
+    this.generation++;
     this.cache.delete(id);
   }
 }
