@@ -1,6 +1,8 @@
 // Primary authentication: password, client certificate and external JWT, under the identity's auth
 // policy, with lockout and throttling. The legacy API (POST /authenticate) opens an API session with
 // it; the OIDC login endpoints run the same check and then the authorization request's next step.
+// The current password asked for before an identity changes its own authenticator is checked here
+// too, so its failures count the same way.
 import type { X509Certificate } from 'node:crypto';
 import { fingerprintOfCertificate } from '../pki/index.js';
 import { ApiError } from '../errors.js';
@@ -8,7 +10,7 @@ import { iso } from '../clock.js';
 import type { Core } from '../app/core.js';
 import { policyRules } from '../domain/auth-policies.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
-import { disableIdentity } from '../domain/identities.js';
+import { clearWrongPasswords, countWrongPassword } from '../domain/authenticators.js';
 import type { Entity } from '../store/repository.js';
 import type { ApiSession } from './api-sessions.js';
 import { hashPassword, verifyPassword } from './passwords.js';
@@ -59,16 +61,50 @@ export async function login(core: Core, req: LoginRequest): Promise<LoginResult>
  */
 export async function authenticatePrimary(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
-  const retryAfter = Math.max(...keys.map((k) => core.loginThrottle.retryAfter(k)));
-  if (retryAfter > 0) {
+  return throttled(core, keys, () =>
+    req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(),
+  );
+}
+
+/**
+ * Checks the current password of the caller's own password authenticator before it changes. A
+ * wrong one counts as a failed login does (the throttle of the address and the account, and the
+ * auth policy's lockout), so a stolen session cannot guess its way to the account's password.
+ */
+export async function checkCurrentPassword(core: Core, authenticator: Entity, password: string, ipAddress: string): Promise<void> {
+  await throttled(core, [`ip:${ipAddress}`, `user:${String(authenticator.username)}`], async () => {
+    const check = await verifyPassword(authenticator.passwordHash as string | null, password);
+    if (!check.ok) {
+      await countFailure(core, authenticator);
+      throw new ApiError('INVALID_AUTH', 'the current password is not correct', {
+        field: 'currentPassword',
+        reason: 'is not correct',
+      });
+    }
+    if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.store.db, authenticator.id);
+  });
+}
+
+/**
+ * Runs one credential check under the failed-login throttle. Its place is taken before the check
+ * runs, so checks at the same time cannot exceed the budget; INVALID_AUTH counts as a failure,
+ * anything else gives the place back.
+ */
+async function throttled<T>(core: Core, keys: string[], check: () => Promise<T>): Promise<T> {
+  const admission = await core.loginThrottle.admit(keys);
+  if (!admission.attempt) {
     throw new ApiError('SERVER_TOO_MANY_REQUESTS', 'too many failed logins; try again later', undefined, {
-      'retry-after': String(retryAfter),
+      'retry-after': String(admission.retryAfter),
     });
   }
+  const { attempt } = admission;
   try {
-    return req.method === 'password' ? await byPassword(core, req) : req.method === 'cert' ? await byCertificate(core, req) : await byExternalJwt();
+    const result = await check();
+    attempt.release();
+    return result;
   } catch (err) {
-    if (err instanceof ApiError && err.code === 'INVALID_AUTH') for (const k of keys) core.loginThrottle.fail(k);
+    if (err instanceof ApiError && err.code === 'INVALID_AUTH') attempt.fail();
+    else attempt.release();
     throw err;
   }
 }
@@ -83,26 +119,24 @@ async function byPassword(core: Core, req: PrimaryCredentials): Promise<PrimaryA
     .executeTakeFirst();
   const authenticator = row ? authenticators.fromRow(row as Record<string, unknown>) : undefined;
   const check = await verifyPassword(authenticator?.passwordHash as string | undefined, req.password ?? '');
+  // A wrong password learns nothing about the account: not whether it exists, is locked or
+  // disabled, nor what its policy allows. Only the right one hears why it is refused.
   if (!authenticator) throw invalidAuth();
+  if (!check.ok) {
+    await countFailure(core, authenticator);
+    throw invalidAuth();
+  }
   const identity = await usableIdentity(core, authenticator);
   const rules = await policyRules(core.resources, core.store.db, identity.authPolicyId as string);
   if (!rules.primary.updb.allowed) throw invalidAuth('the auth policy does not allow password logins');
-  if (!check.ok) {
-    const attempts = (authenticator.failedAttempts as number) + 1;
-    const { maxAttempts, lockoutDurationMinutes } = rules.primary.updb;
-    const locked = maxAttempts > 0 && attempts >= maxAttempts;
-    await authenticators.update(core.store.db, authenticator.id, { failedAttempts: locked ? 0 : attempts });
-    if (locked) {
-      await disableIdentity(core.resources, core.clock, identity.id, lockoutDurationMinutes);
-      core.log.warn({ identityId: identity.id }, 'identity locked after failed logins');
-    }
-    throw invalidAuth();
-  }
-  const changes: Record<string, unknown> = {};
-  if ((authenticator.failedAttempts as number) > 0) changes.failedAttempts = 0;
-  if (check.needsRehash) changes.passwordHash = await hashPassword(req.password ?? '');
-  if (Object.keys(changes).length > 0) await authenticators.update(core.store.db, authenticator.id, changes);
+  if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.store.db, authenticator.id);
+  if (check.needsRehash) await authenticators.update(core.store.db, authenticator.id, { passwordHash: await hashPassword(req.password ?? '') });
   return { identity, authenticator, rules };
+}
+
+async function countFailure(core: Core, authenticator: Entity): Promise<void> {
+  const locked = await countWrongPassword(core.resources, core.clock, authenticator.id);
+  if (locked) core.log.warn({ identityId: locked }, 'identity locked after wrong passwords');
 }
 
 async function byCertificate(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {

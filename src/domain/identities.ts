@@ -92,19 +92,26 @@ export async function disableIdentity(
   minutes: number,
   actor?: Actor,
 ): Promise<void> {
-  const repo = resources.get('identities').repo;
   await resources.write(async (ctx) => {
     await assertMayManage(ctx, id);
-    const now = clock();
-    const values = {
-      disabled: true,
-      disabledAt: iso(now),
-      disabledUntil: minutes > 0 ? iso(now + minutes * 60_000) : null,
-      updatedAt: ctx.now,
-    };
-    if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
-    ctx.changed({ collection: 'identities', kind: 'update', id });
+    if (!(await markDisabled(ctx, id, clock(), minutes))) throw notFound('identity', id);
   }, actor);
+}
+
+/**
+ * Disables an identity inside a write, from `now` for `minutes` (0: until enabled); answers false
+ * when there is no such identity.
+ */
+export async function markDisabled(ctx: WriteContext, id: string, now: number, minutes: number): Promise<boolean> {
+  const values = {
+    disabled: true,
+    disabledAt: iso(now),
+    disabledUntil: minutes > 0 ? iso(now + minutes * 60_000) : null,
+    updatedAt: ctx.now,
+  };
+  if (!(await ctx.resources.get('identities').repo.update(ctx.tx, id, values))) return false;
+  ctx.changed({ collection: 'identities', kind: 'update', id });
+  return true;
 }
 
 export async function enableIdentity(resources: Resources, id: string, actor?: Actor): Promise<void> {

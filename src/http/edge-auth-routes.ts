@@ -5,8 +5,7 @@ import { sql, type SqlBool } from 'kysely';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import type { Core } from '../app/core.js';
-import { login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
-import { verifyPassword } from '../auth/passwords.js';
+import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
 import { sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
 import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
 import { patchSchema, readSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
@@ -129,15 +128,6 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
     if (!entity || entity.identityId !== principalOf(request).identity.id) throw notFound('authenticator', id);
     return entity;
   };
-  const checkCurrentPassword = async (entity: Record<string, unknown>, currentPassword: string) => {
-    const check = await verifyPassword(entity.passwordHash as string | null, currentPassword);
-    if (!check.ok) {
-      throw new ApiError('INVALID_AUTH', 'the current password is not correct', {
-        field: 'currentPassword',
-        reason: 'is not correct',
-      });
-    }
-  };
   const ctags = ['current-identity'];
 
   app.get('/current-identity/authenticators', {
@@ -188,7 +178,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
         const entity = await own(request);
         const { currentPassword, ...changes } = request.body as Record<string, unknown> & { currentPassword: string };
         if (entity.method !== 'updb') throw fieldError('method', 'only username/password authenticators can be changed');
-        await checkCurrentPassword(entity, currentPassword);
+        await checkCurrentPassword(core, entity, currentPassword, request.ip);
         if (verb === 'patch') await authenticators.patch(entity.id, changes, actorOf(request));
         else await authenticators.update(entity.id, changes, actorOf(request));
         return envelope(EMPTY);
