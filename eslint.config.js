@@ -3,7 +3,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.node/', 'overlay-data/', 'bench/data/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', '.node/', '.stryker-tmp/', 'reports/', 'overlay-data/', 'bench/data/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
