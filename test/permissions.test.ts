@@ -1,6 +1,8 @@
 // Identity permissions on the Management API: a non-admin identity may do what its permissions
 // grant (admin_readonly: every read; <group>: every action of the group; <group>.<action>: one
-// action; API sessions: admins only, reads also via admin_readonly), nothing else.
+// action; API sessions: admins only, reads also via admin_readonly), nothing else; and whatever it
+// holds, it never reaches an admin: not its account or credentials, not the auth policy it logs in
+// under, not a revocation of it or of its API sessions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -14,6 +16,7 @@ import {
   startTestController,
   type TestController,
 } from './helpers.js';
+import { bearer, decodeJwt, oidcLogin } from './oidc-helpers.js';
 
 type Op =
   | 'listIdentities'
@@ -262,5 +265,84 @@ describe('a permission holder cannot raise anyone, itself included', () => {
     const holder = await createIdentity(t, admin, { name: 'holder-two', permissions: ['identity.read', 'ops'] });
     expect((await call(t, 'PATCH', `${MGMT}/identities/${holder}`, { token, body: { permissions: ['ops'] } })).statusCode).toBe(200);
     expect(json(await call(t, 'GET', `${MGMT}/identities/${holder}`, { token: admin })).data.permissions).toEqual(['ops']);
+  });
+});
+
+describe('a delegate cannot lock an admin out', () => {
+  let policy: string;
+  let spare: string;
+  let secondAdmin: string;
+  beforeAll(async () => {
+    const created = (name: string) => call(t, 'POST', `${MGMT}/auth-policies`, { token: admin, body: { name, ...POLICY_BODY } });
+    policy = json(await created('admins-policy')).data.id as string;
+    spare = json(await created('plain-policy')).data.id as string;
+    secondAdmin = (
+      await createIdentityWithPassword(t, admin, {
+        name: 'second-admin',
+        username: 'second-admin',
+        password: 'second-admin-pw',
+        isAdmin: true,
+        authPolicyId: policy,
+      })
+    ).id;
+    await createIdentity(t, admin, { name: 'plain-on-spare', authPolicyId: spare });
+  });
+
+  it('with auth-policy: may not change or delete the policy an admin logs in under', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'policy-editor', username: 'policy-editor', password: 'policy-editor-pw', permissions: ['auth-policy'] });
+    const token = await login(t, 'policy-editor', 'policy-editor-pw');
+    const locked = { ...POLICY_BODY, primary: { ...POLICY_BODY.primary, updb: { ...POLICY_BODY.primary.updb, allowed: false } } };
+    for (const [method, body] of [
+      ['PATCH', { primary: { updb: { allowed: false } } }],
+      ['PUT', { name: 'admins-policy', ...locked }],
+      ['DELETE', undefined],
+    ] as const) {
+      const res = await call(t, method, `${MGMT}/auth-policies/${policy}`, { token, ...(body ? { body } : {}) });
+      expect(res.statusCode, `${method}: ${res.body}`).toBe(401);
+      expect(json(res).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'only an admin may change the auth policy of an admin' });
+    }
+    // Nothing changed: the admin still logs in with its password.
+    expect(json(await call(t, 'GET', `${MGMT}/auth-policies/${policy}`, { token: admin })).data.primary.updb.allowed).toBe(true);
+    expect(await login(t, 'second-admin', 'second-admin-pw')).toEqual(expect.any(String));
+    // A policy no admin uses stays the delegate's to change.
+    const res = await call(t, 'PATCH', `${MGMT}/auth-policies/${spare}`, { token, body: { primary: { updb: { maxAttempts: 3 } } } });
+    expect(res.statusCode, res.body).toBe(200);
+  });
+
+  it('an admin may still change the policy an admin logs in under', async () => {
+    const res = await call(t, 'PATCH', `${MGMT}/auth-policies/${policy}`, { token: admin, body: { primary: { updb: { maxAttempts: 50 } } } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(json(await call(t, 'GET', `${MGMT}/auth-policies/${policy}`, { token: admin })).data.primary.updb.maxAttempts).toBe(50);
+  });
+
+  it('with ops: may not revoke an admin or an API session of an admin', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'operator', username: 'operator', password: 'operator-pw', permissions: ['ops'] });
+    const token = await login(t, 'operator', 'operator-pw');
+    const defaultAdmin = json(await call(t, 'GET', `${MGMT}/current-identity`, { token: admin })).data.id as string;
+    const tokens = await oidcLogin(t, 'admin', 'admin-password-1');
+    const apiSession = decodeJwt(tokens.access_token).payload.ov_asid as string;
+    const legacy = json(await call(t, 'GET', `${MGMT}/current-api-session`, { token: admin })).data.id as string;
+    // An admin revoked the second admin once; renewing it is the same act.
+    expect((await call(t, 'POST', `${MGMT}/revocations`, { token: admin, body: { type: 'IDENTITY', id: secondAdmin } })).statusCode).toBe(201);
+    for (const body of [
+      { type: 'IDENTITY', id: defaultAdmin },
+      { type: 'API_SESSION', id: apiSession },
+      { type: 'API_SESSION', id: legacy },
+      { type: 'IDENTITY', id: secondAdmin },
+    ]) {
+      const res = await call(t, 'POST', `${MGMT}/revocations`, { token, body });
+      expect(res.statusCode, `${JSON.stringify(body)}: ${res.body}`).toBe(401);
+      expect(json(res).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'only an admin may revoke an admin or its API sessions' });
+    }
+    for (const id of [defaultAdmin, apiSession, legacy]) {
+      expect((await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: admin })).statusCode).toBe(404);
+    }
+    // The admin's access token still works.
+    expect((await call(t, 'GET', `${MGMT}/current-identity`, { headers: bearer(tokens.access_token) })).statusCode).toBe(200);
+    // Anyone else stays the operator's to revoke; an admin may revoke an admin.
+    const plain = await createIdentity(t, admin, { name: 'revocable' });
+    expect((await call(t, 'POST', `${MGMT}/revocations`, { token, body: { type: 'IDENTITY', id: plain } })).statusCode).toBe(201);
+    expect((await call(t, 'POST', `${MGMT}/revocations`, { token: admin, body: { type: 'API_SESSION', id: apiSession } })).statusCode).toBe(201);
+    expect((await call(t, 'GET', `${MGMT}/current-identity`, { headers: bearer(tokens.access_token) })).statusCode).toBe(401);
   });
 });

@@ -21,6 +21,7 @@ import { controllers, controllerSettings, revocations } from '../resources/opera
 import { identityBehaviour } from '../domain/identities.js';
 import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
+import { authPolicyBehaviour } from '../domain/auth-policies.js';
 import { apiSessions } from '../resources/api-sessions.js';
 import { authPolicies } from '../resources/auth-policies.js';
 import { authenticators } from '../resources/authenticators.js';
@@ -38,7 +39,7 @@ export interface ResourceDeps {
 
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
   resources.register(identityTypes);
-  resources.register(authPolicies);
+  resources.register(authPolicies, authPolicyBehaviour());
   resources.register(identities, composeBehaviours(identityBehaviour(), roleLinkBehaviour('identity')));
   resources.register(authenticators, authenticatorBehaviour());
   resources.register(apiSessions, apiSessionBehaviour(deps.sessions, deps.clock));

@@ -8,6 +8,7 @@ import { newId } from '../ids.js';
 import { fingerprintOfPem } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
+import { adminOnly, byDelegate, isAdminIdentity } from './identities.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
 // ---- revocations -----------------------------------------------------------------------------
@@ -23,11 +24,27 @@ export function revocationKeepMs(lifetimes: TokenLifetimes): number {
   return Math.max(lifetimes.accessTokenDuration, lifetimes.refreshTokenDuration);
 }
 
+/**
+ * Revoking an admin or one of its API sessions ends the admin's access, so only an admin may do it,
+ * as only an admin may change an admin (a JTI names one token, not anyone's access).
+ */
+async function assertMayRevoke(ctx: WriteContext, type: unknown, id: string): Promise<void> {
+  if (!byDelegate(ctx)) return;
+  let identityId: string | undefined;
+  if (type === 'IDENTITY') identityId = id;
+  else if (type === 'API_SESSION') {
+    const row = await ctx.tx.selectFrom('api_sessions').select('identity_id').where('id', '=', id).executeTakeFirst();
+    identityId = row ? String(row.identity_id) : undefined;
+  }
+  if (identityId !== undefined && (await isAdminIdentity(ctx, identityId))) throw adminOnly('revoke an admin or its API sessions');
+}
+
 /** A new revocation is stamped with the moment it may be forgotten. */
 export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
       if (prev) return;
+      await assertMayRevoke(ctx, next.type, next.id);
       next.expiresAt = iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes));
     },
   };
@@ -52,6 +69,7 @@ export async function revoke(
   return resources.write(async (ctx) => {
     const prev = await service.repo.get(ctx.tx, id);
     if (!prev) throw fieldError('id', 'was revoked and removed while this revocation was written', id);
+    await assertMayRevoke(ctx, body.type, id);
     const expired = typeof prev.expiresAt === 'string' && prev.expiresAt <= ctx.now;
     if (!expired && prev.type !== body.type) throw fieldError('id', `already revoked as ${String(prev.type)}`, id);
     const values: Record<string, unknown> = {
