@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
-import { entityRef, filterSpec, type FilterSpec } from '../resources/kit.js';
+import { entityRef, filterSpec, TagsSchema, type FilterSpec } from '../resources/kit.js';
 import { edgeRouters as edgeRoutersDef } from '../resources/routers.js';
 import { sessions as sessionsDef, type SessionType } from '../resources/sessions.js';
 import { parseCompact, signCompact, verifySignature } from '../oidc/jws.js';
@@ -176,14 +176,7 @@ export const SessionCreateSchema = Type.Object(
   {
     serviceId: Type.String({ minLength: 1, maxLength: 255, description: 'the service to dial or bind' }),
     type: Type.Optional(Type.Union([Type.Literal('Dial'), Type.Literal('Bind'), Type.Literal('Invalid')], { description: 'Dial (default) or Bind' })),
-    tags: Type.Optional(
-      Type.Union([
-        Type.Record(Type.String({ minLength: 1, maxLength: 128 }), Type.Union([Type.String({ maxLength: 4096 }), Type.Boolean(), Type.Null()]), {
-          maxProperties: 100,
-        }),
-        Type.Null(),
-      ]),
-    ),
+    tags: Type.Optional(Type.Union([TagsSchema, Type.Null()])),
   },
   { additionalProperties: true },
 );

@@ -1,18 +1,40 @@
 // Schema validation of requests. Bodies are validated without type coercion (a string is never
-// silently a number); path and query parameters arrive as strings and are coerced.
-import { Ajv, type Options } from 'ajv';
+// silently a number); path and query parameters arrive as strings and are coerced. Before any
+// schema runs, the input bounds no schema expresses are checked (input-bounds.ts).
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import formatsPlugin from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { inputIssue } from './input-bounds.js';
 
 const addFormats = formatsPlugin as unknown as (ajv: Ajv) => Ajv;
 
 const common: Options = { allErrors: false, strict: false, verbose: true, useDefaults: true };
+
+/** The schema's validator behind the input bounds; keeps what Fastify reads off an ajv validator. */
+function bounded(validate: ValidateFunction, keys: boolean): ValidateFunction {
+  const wrapped = ((data: unknown, cxt?: Parameters<ValidateFunction>[1]) => {
+    const issue = inputIssue(data, { keys });
+    if (issue) {
+      wrapped.errors = [issue];
+      return false;
+    }
+    const valid = validate(data, cxt);
+    wrapped.errors = validate.errors;
+    return valid;
+  }) as ValidateFunction;
+  wrapped.schema = validate.schema;
+  wrapped.schemaEnv = validate.schemaEnv;
+  return wrapped;
+}
 
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const body = addFormats(new Ajv({ ...common, coerceTypes: false }));
   const params = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
   return ({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? body : params;
-    return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+    const validate = ajv.compile(schema as object);
+    // Headers are Latin-1 on the wire and named by the client: nothing here applies to them.
+    if (httpPart === 'headers') return validate as ReturnType<FastifySchemaCompiler<unknown>>;
+    return bounded(validate, httpPart === 'body') as ReturnType<FastifySchemaCompiler<unknown>>;
   };
 }

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { field, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_KEY, MAX_NAME, type ResourceDef } from './kit.js';
 import { IDENTITY_TYPES } from './identity-types.js';
 import { PERMISSIONS } from './permissions.js';
 
@@ -54,7 +54,7 @@ export const identities: ResourceDef = {
       unique: true,
       maxLength: MAX_NAME,
     }),
-    appData: field.json(Type.Record(Type.String({ maxLength: 255 }), Type.Unknown(), { maxProperties: 100 }), 'application data', {
+    appData: field.json(Type.Record(Type.String({ minLength: 1, maxLength: MAX_KEY }), Type.Unknown(), { maxProperties: 100 }), 'application data', {
       nullable: true,
       filterable: false,
     }),

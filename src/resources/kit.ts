@@ -84,6 +84,10 @@ export interface ResourceDef {
 export const MAX_STRING = 1024;
 export const MAX_NAME = 255;
 export const MAX_LIST = 1000;
+/** Levels an open object (appData, config data, a config type's schema, ...) may nest. */
+export const MAX_NESTING = 32;
+/** Characters of an object key, in any open object (tags, appData, ...). */
+export const MAX_KEY = 256;
 
 export function snake(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
@@ -162,7 +166,7 @@ export const field = {
 // ---- schemas -------------------------------------------------------------------------------
 
 export const TagsSchema = Type.Record(
-  Type.String({ minLength: 1, maxLength: 128 }),
+  Type.String({ minLength: 1, maxLength: MAX_KEY }),
   Type.Union([Type.String({ maxLength: 4096 }), Type.Boolean(), Type.Null()]),
   { maxProperties: 100, description: 'user-defined fields; values are null, string or boolean' },
 );
