@@ -77,11 +77,13 @@ describe('the journey of alice', () => {
       { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, cost: 0, noTraversal: false, disabled: false },
     ]);
     const keys = json(await t.inject({ method: 'GET', url: '/oidc/keys' }));
-    const { payload, protectedHeader } = await jwtVerify(s.token, createLocalJWKSet(keys));
+    // Checked at the controller's time: the token expires with the API session.
+    const { payload, protectedHeader } = await jwtVerify(s.token, createLocalJWKSet(keys), { currentDate: new Date(t.clock()) });
     expect(protectedHeader).toMatchObject({ alg: 'ES256', kid: t.app.core.oidc.keys.current.kid });
     expect(payload).toMatchObject({ sub: ids.web, jti: s.id, ov_t: 's', ov_st: 'Dial', ov_asid: s.apiSessionId });
     expect(typeof payload.iss).toBe('string');
     expect(typeof payload.iat).toBe('number');
+    expect(payload.exp).toBe(Math.floor(Date.parse(String(res.headers['expires-at'])) / 1000));
     // the same request again answers the same session
     const again = ok(await client(t, 'POST', '/sessions', token, { serviceId: ids.web, type: 'Dial' }), 201);
     expect(again.id).toBe(s.id);

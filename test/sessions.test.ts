@@ -1,11 +1,13 @@
 // Sessions (behaviour.md §8): every check and answer of POST /sessions, the caller's own list,
 // detail and delete (another identity's sessions are never seen through any filter), sessions
 // ending with their API session (logout, admin delete, expiry), their service or identity, the
-// Management API's list, detail, delete and route path, and the session token's signature.
+// Management API's list, detail, delete and route path, and the session token's signature and
+// expiry (never past its API session's).
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, idsOf, Network, ok, type Person } from './fixtures/network.js';
+import { signCompact } from '../src/oidc/jws.js';
 
 let t: TestController;
 let net: Network;
@@ -133,7 +135,8 @@ describe('POST /sessions', () => {
 
   it('signs the token with the current key; after a rotation tokens are signed again with the new one', async () => {
     const s = ok(await create(tokens.bob, { serviceId: ids.web }), 201);
-    const verify = async (token: string) => jwtVerify(token, createLocalJWKSet(json(await t.inject({ method: 'GET', url: '/oidc/keys' }))));
+    const verify = async (token: string) =>
+      jwtVerify(token, createLocalJWKSet(json(await t.inject({ method: 'GET', url: '/oidc/keys' }))), { currentDate: new Date(t.clock()) });
     expect((await verify(s.token)).payload).toMatchObject({ jti: s.id, sub: ids.web, ov_t: 's', ov_st: 'Dial', ov_asid: s.apiSessionId });
     await t.app.core.oidc.keys.rotate();
     const again = ok(await client(t, 'GET', `/sessions/${s.id}`, tokens.bob));
@@ -284,5 +287,65 @@ describe('sessions on the Management API', () => {
       expectError(await call(t, method, `${MGMT}${path}`), 401, 'UNAUTHORIZED');
     }
     ok(await call(t, 'GET', `${MGMT}/sessions/${any}`, { token: net.admin }));
+  });
+});
+
+describe('the session token expires with its API session', () => {
+  // A controller of its own: the clock moves here.
+  let own: TestController;
+  let ownNet: Network;
+  let dave: Person;
+  let web: string;
+  beforeAll(async () => {
+    own = await startTestController({ env: ADMIN_ENV });
+    ownNet = new Network(own, await asAdmin(own));
+    dave = await ownNet.person('dave', ['eng']);
+    await ownNet.edgeRouter('er-exp', ['public']);
+    await ownNet.edgeRouterPolicy(['#eng'], ['#public']);
+    await ownNet.serviceEdgeRouterPolicy(['#routed'], ['#public']);
+    web = await ownNet.service('web-exp', ['routed']);
+    await ownNet.servicePolicy('Dial', ['#eng'], [`@${web}`]);
+  });
+  afterAll(async () => {
+    await own.close();
+  });
+
+  const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString());
+  const routers = (token: string, sessionToken: string) => client(own, 'GET', `/services/${web}/edge-routers`, token, undefined, { 'session-token': sessionToken });
+
+  it('carries exp: the expiry its API session has when the token is handed out', async () => {
+    const token = await ownNet.login(dave);
+    const res = await client(own, 'POST', '/sessions', token, { serviceId: web });
+    const s = ok(res, 201);
+    expect(claims(s.token).exp).toBe(Math.floor(Date.parse(String(res.headers['expires-at'])) / 1000));
+    expect(claims(s.token).exp * 1000).toBeGreaterThan(own.clock());
+  });
+
+  it('is refused once expired, while its API session lives on; a fresh read hands out a current one', async () => {
+    const token = await ownNet.login(dave);
+    const s = ok(await client(own, 'POST', '/sessions', token, { serviceId: web }), 201);
+    expect(idsOf(await routers(token, s.token))).toHaveLength(1);
+    const timeout = own.config.edge.api.sessionTimeout;
+    // Activity keeps the API session alive past the first token's expiry.
+    own.clock.advance(timeout * 0.6);
+    ok(await client(own, 'GET', '/current-api-session', token));
+    own.clock.advance(timeout * 0.6);
+    expectError(await routers(token, s.token), 401, 'UNAUTHORIZED');
+    expect(claims(s.token).exp * 1000).toBeLessThanOrEqual(own.clock());
+    const again = ok(await client(own, 'GET', `/sessions/${s.id}`, token));
+    expect(again.id).toBe(s.id);
+    expect(claims(again.token).exp * 1000).toBeGreaterThan(own.clock());
+    expect(idsOf(await routers(token, again.token))).toHaveLength(1);
+    const listed = (ok(await client(own, 'GET', '/sessions', token)) as any[]).find((x) => x.id === s.id);
+    expect(claims(listed.token).exp).toBe(claims(again.token).exp);
+  });
+
+  it('is refused without exp, even when signed by the controller', async () => {
+    const token = await ownNet.login(dave);
+    const s = ok(await client(own, 'POST', '/sessions', token, { serviceId: web }), 201);
+    const key = own.app.core.oidc.keys.current;
+    const { exp: _exp, ...forever } = claims(s.token);
+    expectError(await routers(token, signCompact(key.alg, key.privateKey, key.headers.jwt, forever)), 401, 'UNAUTHORIZED');
+    expect(idsOf(await routers(token, s.token))).toHaveLength(1);
   });
 });

@@ -1,5 +1,6 @@
 // Everything the Client API's service lists, sessions and posture share: one set per controller,
 // each cache following the change feed.
+import type { ApiSessions } from '../auth/api-sessions.js';
 import type { Clock } from '../clock.js';
 import type { Issuers } from '../oidc/issuer.js';
 import type { SigningKeys } from '../oidc/keys.js';
@@ -27,6 +28,8 @@ export interface ClientNetworkDeps {
   /** The controller's signing keys (the OIDC provider's): session tokens are signed with them. */
   keys: SigningKeys;
   issuers: Pick<Issuers, 'accepts'>;
+  /** The API sessions, whose expiry bounds their sessions' tokens. */
+  apiSessions: Pick<ApiSessions, 'load' | 'expiresAt'>;
   /** Access views reaching more services than this are read per request, not kept (default 2,000). */
   maxCachedView?: number;
 }
@@ -80,6 +83,7 @@ export class ClientNetwork {
       posture: this.posture,
       keys: d.keys,
       issuers: d.issuers,
+      apiSessions: d.apiSessions,
     });
   }
 }

@@ -20,6 +20,7 @@ import type { SigningKeys } from '../oidc/keys.js';
 import type { Issuers } from '../oidc/issuer.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
+import type { ApiSessions } from '../auth/api-sessions.js';
 import type { ChangeFeed } from './changes.js';
 import { factsOf, type AccessViews, type Caller, type PostureCheckCatalog } from './client-services.js';
 import { evaluatePolicy, type CheckResult, type PostureCheck, type PostureFailure, type PostureStore } from './posture.js';
@@ -225,6 +226,8 @@ export interface SessionsDeps {
   posture: PostureStore;
   keys: SigningKeys;
   issuers: Pick<Issuers, 'accepts'>;
+  /** The API sessions, whose expiry bounds their sessions' tokens. */
+  apiSessions: Pick<ApiSessions, 'load' | 'expiresAt'>;
 }
 
 function recordOf(e: Entity): SessionRecord {
@@ -247,7 +250,8 @@ export class Sessions {
   private readonly byKey = new Map<string, string>();
   /** API session id → ids of its cached sessions (an API session's end drops them without a scan). */
   private readonly byApiSession = new Map<string, Set<string>>();
-  private readonly tokens = new Map<string, string>();
+  /** Session id → its token as last signed, with the `exp` and issuer it was signed for. */
+  private readonly tokens = new Map<string, { token: string; exp: number; issuer: string }>();
   /** Service names for references, dropped when a service changes. */
   private readonly serviceNames = new Map<string, string>();
   private readonly routerLists: RouterLists;
@@ -300,7 +304,7 @@ export class Sessions {
       throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE', `no edge router lets the caller reach the service ${serviceId}`);
     }
     const session = await this.findOrInsert(caller, serviceId, type, input.tags ?? {}, now);
-    return { session, token: this.tokenOf(session, issuer), edgeRouters };
+    return { session, token: await this.tokenOf(session, issuer), edgeRouters };
   }
 
   /** Records the refusal and throws 409 INVALID_POSTURE with every check of every granting policy. */
@@ -399,28 +403,39 @@ export class Sessions {
 
   // ---- tokens ------------------------------------------------------------------------------------
 
-  /** The session's JWT: `sub` service, `jti` session, `ov_asid`, `ov_t: "s"`, `ov_st` Dial or Bind. */
-  tokenOf(s: SessionRecord, issuer: string): string {
+  /**
+   * The session's JWT (behaviour.md §8): `sub` service, `jti` session, `ov_asid`, `ov_t: "s"`,
+   * `ov_st` Dial or Bind, and `exp` the expiry its API session has now. That expiry slides (last
+   * activity plus the session timeout, or longer while an OIDC refresh grant holds the session); it
+   * is chosen over a fixed lifetime from the configured timeout so a token never outlives its API
+   * session as it stood when the token was handed out, and a client that keeps its API session
+   * alive gets a current token with every answer that carries one (a new one whenever `exp` moved).
+   */
+  async tokenOf(s: SessionRecord, issuer: string): Promise<string> {
+    const apiSession = await this.d.apiSessions.load(s.apiSessionId);
+    const exp = Math.floor((apiSession ? this.d.apiSessions.expiresAt(apiSession) : this.d.clock()) / 1000);
     const cached = this.tokens.get(s.id);
-    if (cached) return cached;
+    if (cached && cached.exp === exp && cached.issuer === issuer) return cached.token;
     const key = this.d.keys.current;
     const token = signCompact(key.alg, key.privateKey, key.headers.jwt, {
       iss: issuer,
       sub: s.serviceId,
       jti: s.id,
       iat: Math.floor(Date.parse(s.createdAt) / 1000),
+      exp,
       ov_asid: s.apiSessionId,
       ov_t: 's',
       ov_st: s.type,
     });
-    this.tokens.set(s.id, token);
+    this.tokens.set(s.id, { token, exp, issuer });
     return token;
   }
 
   /**
    * Whether a session token names a live session of the caller's identity for the service: signed by
-   * a current or previous key of the controller, a session token (`ov_t: "s"`) of this issuer, and
-   * the session exists with that service and API session.
+   * a current or previous key of the controller, a session token (`ov_t: "s"`) of this issuer, not
+   * expired (a token without `exp` is refused: it would be good forever), and the session exists
+   * with that service and API session.
    */
   async verifyToken(caller: Caller, serviceId: string, token: string): Promise<boolean> {
     const parsed = parseCompact(token);
@@ -429,6 +444,7 @@ export class Sessions {
     if (!key || key.alg !== parsed.header.alg || !verifySignature(parsed, key.publicKey)) return false;
     const c = parsed.payload;
     if (c.ov_t !== 's' || c.sub !== serviceId || typeof c.jti !== 'string' || !this.d.issuers.accepts(c.iss)) return false;
+    if (typeof c.exp !== 'number' || c.exp * 1000 <= this.d.clock()) return false;
     const s = await this.load(c.jti);
     return s !== undefined && s.identityId === caller.identityId && s.serviceId === serviceId && s.apiSessionId === c.ov_asid;
   }

@@ -17,6 +17,7 @@ export function networkOf(core: Core): ClientNetwork {
       resources: core.resources,
       keys: core.oidc.keys,
       issuers: core.oidc.issuers,
+      apiSessions: core.sessions,
     });
     networks.set(core, network);
   }

@@ -28,7 +28,8 @@ export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
       const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
       const { items, total } = await sessions.list(list.query, caller.identityId);
       const issuer = issuerOf(core, request);
-      const answers = await sessions.present(items, (s) => ({ token: sessions.tokenOf(s, issuer) }), { id: caller.identityId, name: caller.identityName });
+      const tokens = new Map(await Promise.all(items.map(async (s) => [s.id, await sessions.tokenOf(s, issuer)] as const)));
+      const answers = await sessions.present(items, (s) => ({ token: tokens.get(s.id) }), { id: caller.identityId, name: caller.identityName });
       return envelope(answers, listMeta(list, total, SESSION_FILTER));
     },
   });
@@ -62,7 +63,7 @@ export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
       const caller = callerOf(request);
       const s = await sessions.own(caller, (request.params as { id: string }).id);
       const edgeRouters = await sessions.edgeRoutersFor(caller.identityId, s.serviceId, SESSION_EDGE_ROUTERS);
-      const token = sessions.tokenOf(s, issuerOf(core, request));
+      const token = await sessions.tokenOf(s, issuerOf(core, request));
       const [answer] = await sessions.present([s], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
       return envelope(answer);
     },
