@@ -60,17 +60,12 @@ function keyTooLong(key: string): boolean {
  * and path parameters, whose unknown names are ignored, not refused).
  */
 export function inputIssue(input: unknown, opts: { keys: boolean } = { keys: true }): InputIssue | undefined {
-  const stack: Frame[] = [{ value: input, depth: 0, parent: undefined, segment: '' }];
+  const top: Frame = { value: input, depth: 0, parent: undefined, segment: '' };
+  if (typeof input === 'string') return LONE_SURROGATE.test(input) ? surrogateIn(top) : undefined;
+  // Only containers become frames; strings are checked as they are met, other scalars pass.
+  const stack: Frame[] = typeof input === 'object' && input !== null ? [top] : [];
   while (stack.length > 0) {
     const frame = stack.pop()!;
-    const { value } = frame;
-    if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) {
-        return { keyword: 'unpairedSurrogate', instancePath: pointer(lineOf(frame)), schemaPath: '', params: {}, message: 'holds an unpaired UTF-16 surrogate' };
-      }
-      continue;
-    }
-    if (typeof value !== 'object' || value === null) continue;
     if (frame.depth > MAX_NESTING) {
       return {
         keyword: 'maxNesting',
@@ -80,12 +75,13 @@ export function inputIssue(input: unknown, opts: { keys: boolean } = { keys: tru
         message: `nests deeper than ${MAX_NESTING} levels`,
       };
     }
+    const value = frame.value as Record<string, unknown> | unknown[];
     const isArray = Array.isArray(value);
-    const entries = isArray ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
-    // Pushed last first, so the walk meets fields in the order they were sent.
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [key, child] = entries[i]!;
-      if (!isArray) {
+    const keys = isArray ? undefined : Object.keys(value);
+    // Taken last first, so the walk meets fields in the order they were sent.
+    for (let i = (keys ?? (value as unknown[])).length - 1; i >= 0; i--) {
+      const key = keys ? keys[i]! : String(i);
+      if (keys) {
         if (LONE_SURROGATE.test(key)) {
           return { keyword: 'unpairedSurrogate', instancePath: pointer(lineOf(frame)), schemaPath: '', params: {}, message: 'has a key holding an unpaired UTF-16 surrogate' };
         }
@@ -100,8 +96,17 @@ export function inputIssue(input: unknown, opts: { keys: boolean } = { keys: tru
           };
         }
       }
-      stack.push({ value: child, depth: frame.depth + 1, parent: frame, segment: key });
+      const child = keys ? (value as Record<string, unknown>)[key] : (value as unknown[])[i];
+      if (typeof child === 'string') {
+        if (LONE_SURROGATE.test(child)) return surrogateIn({ value: child, depth: frame.depth + 1, parent: frame, segment: key });
+      } else if (typeof child === 'object' && child !== null) {
+        stack.push({ value: child, depth: frame.depth + 1, parent: frame, segment: key });
+      }
     }
   }
   return undefined;
+}
+
+function surrogateIn(frame: Frame): InputIssue {
+  return { keyword: 'unpairedSurrogate', instancePath: pointer(lineOf(frame)), schemaPath: '', params: {}, message: 'holds an unpaired UTF-16 surrogate' };
 }
