@@ -1,6 +1,5 @@
 // Composition root: createApp(config) opens the store, migrates it, loads or creates the PKI,
 // registers the resources and builds one TLS server per bind point. Nothing is a module singleton.
-import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -28,6 +27,7 @@ import { apiSessions as apiSessionsDef } from '../resources/api-sessions.js';
 import { identities as identitiesDef } from '../resources/identities.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
+import { secureDataDirectory } from './data-dir.js';
 import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
 
 export interface AppOptions {
@@ -97,7 +97,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
   for (const warning of config.warnings) log.warn(warning);
 
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  await secureDataDirectory(config.dataDir, (path, message) => log.warn({ path }, message));
   await resolveFreePorts(config);
 
   const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, 'overlay.db')));

@@ -17,6 +17,9 @@ async function runController(flags: ConfigFlags): Promise<void> {
     }
     throw err;
   }
+  // Whatever the controller creates from here on is its user's alone; createApp also sets the
+  // mode of every file it writes, so this covers files written by libraries (SQLite's own).
+  process.umask(0o077);
   const app = await createApp(config);
   let stopping = false;
   const stop = (signal: string) => {

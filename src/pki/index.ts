@@ -2,12 +2,14 @@
 // now and identity / router certificates later, and the server certificate of the HTTPS listeners.
 //
 // Files under the PKI directory (mode 0700 when created here):
-//   root-ca.cert.pem     root CA certificate                0644
-//   root-ca.key.pem      root CA key, PKCS#8                0600
-//   signing-ca.cert.pem  signing CA certificate             0644
-//   signing-ca.key.pem   signing CA key, PKCS#8             0600
-//   server.cert.pem      server certificate (leaf only)     0644
-//   server.key.pem       server key, PKCS#8                 0600
+//   root-ca.cert.pem     root CA certificate
+//   root-ca.key.pem      root CA key, PKCS#8
+//   signing-ca.cert.pem  signing CA certificate
+//   signing-ca.key.pem   signing CA key, PKCS#8
+//   server.cert.pem      server certificate (leaf only)
+//   server.key.pem       server key, PKCS#8
+// All are 0600: certificates are public, but the data directory is the controller's alone, and one
+// rule for every file in it is one that can be checked and repaired at start.
 // The trust domain is not a separate file: it is the URI SAN spiffe://<trust-domain> of the root CA.
 //
 // The CA files are created once, when none of the files exist, and are never regenerated
@@ -85,7 +87,7 @@ type PkiFile = keyof typeof PKI_FILES;
 
 const DIR_MODE = 0o700;
 const KEY_MODE = 0o600;
-const CERT_MODE = 0o644;
+const CERT_MODE = 0o600;
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** The server certificate is reissued when it has less than this left. */
 export const SERVER_RENEW_BEFORE_MS = 30 * DAY_MS;

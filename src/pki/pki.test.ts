@@ -54,7 +54,7 @@ function peculiar(pem: string): x509.X509Certificate {
 }
 
 describe('first start', () => {
-  it('creates every file, keys 0600, certificates 0644, directory 0700, no leftovers', async () => {
+  it('creates every file, keys and certificates 0600, directory 0700, no leftovers', async () => {
     await start();
     expect(readdirSync(dir).sort()).toEqual(ALL_FILES);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
@@ -62,7 +62,7 @@ describe('first start', () => {
       expect(statSync(file(key)).mode & 0o777, key).toBe(0o600);
     }
     for (const crt of ['rootCert', 'signingCert', 'serverCert'] as const) {
-      expect(statSync(file(crt)).mode & 0o777, crt).toBe(0o644);
+      expect(statSync(file(crt)).mode & 0o777, crt).toBe(0o600);
     }
     expect(logs.join('\n')).toMatch(/created root CA, signing CA and server certificate/);
   });
@@ -74,7 +74,7 @@ describe('first start', () => {
     } finally {
       process.umask(previous);
     }
-    expect(statSync(file('serverCert')).mode & 0o777).toBe(0o644);
+    expect(statSync(file('serverCert')).mode & 0o777).toBe(0o600);
     expect(statSync(file('rootKey')).mode & 0o777).toBe(0o600);
 
     rmSync(base, { recursive: true, force: true });
@@ -85,6 +85,7 @@ describe('first start', () => {
       process.umask(previous2);
     }
     expect(statSync(file('signingKey')).mode & 0o777).toBe(0o600);
+    expect(statSync(file('rootCert')).mode & 0o777).toBe(0o600);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
   });
 

@@ -1,6 +1,9 @@
 // The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and full sync
-// so that an acknowledged write survives a crash.
+// so that an acknowledged write survives a crash. The database file is owner-only (0600) before
+// SQLite opens it: SQLite gives the -wal, -shm and journal files it creates later the mode of the
+// database file, so they are owner-only too.
 import Database from 'better-sqlite3';
+import { closeSync, fchmodSync, openSync } from 'node:fs';
 import { Kysely, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { ColumnInfo, Dialect } from './dialect.js';
@@ -44,7 +47,28 @@ function withStatementCache(database: Database.Database): SqliteDatabase {
   };
 }
 
+/** Mode of the database file and, through SQLite, of its -wal, -shm and journal files. */
+const FILE_MODE = 0o600;
+
+/** Creates the database file owner-only if it does not exist; `:memory:` has no file. */
+function createOwnerOnly(path: string): void {
+  if (path === ':memory:' || path === '') return;
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', FILE_MODE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw err;
+  }
+  try {
+    fchmodSync(fd, FILE_MODE); // the umask may have taken bits away; it cannot add any
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export function openSqlite(path: string): Dialect {
+  createOwnerOnly(path);
   const database = new Database(path);
   database.pragma('journal_mode = WAL');
   database.pragma('foreign_keys = ON');
