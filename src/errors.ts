@@ -14,6 +14,9 @@ export const ERROR_STATUS = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   REQUEST_ENTITY_TOO_LARGE: 413,
+  // Answered by the listener itself when a request misses its deadline or its headers overflow.
+  REQUEST_TIMEOUT: 408,
+  REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
   INVALID_CONTENT_TYPE: 400,
   UNSUPPORTED_MEDIA_TYPE: 415,
   ENTITY_CAN_NOT_BE_UPDATED: 400,

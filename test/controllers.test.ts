@@ -4,7 +4,7 @@
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiAddressesOf, controllerIdOf, markControllerOffline, registerController } from '../src/domain/operations.js';
-import type { ListenerConfig } from '../src/config/index.js';
+import { DEFAULT_LISTENER_OPTIONS, type ListenerConfig } from '../src/config/index.js';
 import {
   ADMIN_ENV,
   asAdmin,
@@ -217,8 +217,14 @@ describe('apiAddressesOf', () => {
           { binding: 'edge-client', options: {} },
           { binding: 'edge-oidc', options: {} },
         ],
+        options: DEFAULT_LISTENER_OPTIONS,
       },
-      { name: 'admin', bindPoints: [{ interface: '127.0.0.1:1281', address: '127.0.0.1:1281' }], apis: [{ binding: 'edge-management', options: {} }] },
+      {
+        name: 'admin',
+        bindPoints: [{ interface: '127.0.0.1:1281', address: '127.0.0.1:1281' }],
+        apis: [{ binding: 'edge-management', options: {} }],
+        options: DEFAULT_LISTENER_OPTIONS,
+      },
     ];
     expect(apiAddressesOf(web)).toEqual({
       'edge-client': [

@@ -1,5 +1,6 @@
 // One Fastify server per configured bind point, each a TLS server hosting the APIs bound to its
-// listener. Client certificates are asked for but not required.
+// listener. Client certificates are asked for but not required. The listener's options bound what a
+// slow, silent or greedy client may hold (connection-limits.ts).
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
@@ -11,6 +12,7 @@ import { clientRoutes } from '../http/client/index.js';
 import { managementRoutes } from '../http/management/index.js';
 import { registerOidcApi } from '../http/oidc/index.js';
 import type { Core } from './core.js';
+import { ConnectionLimits, serverTimeoutOptions } from './connection-limits.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -30,14 +32,21 @@ export async function buildServer(
   bindPoint: BindPoint,
   options: ServerOptions = {},
 ): Promise<FastifyInstance> {
+  const log = core.log.child({ listener: listener.name });
+  const limits = new ConnectionLimits(listener.options, log);
   const app = Fastify({
     https: {
       key: core.pki.serverKeyPem,
       cert: core.pki.serverChainPem,
       requestCert: true,
       rejectUnauthorized: false,
+      ...serverTimeoutOptions(listener.options),
     },
-    loggerInstance: core.log.child({ listener: listener.name }),
+    // Fastify sets these two on the server after creating it; the same values as above.
+    requestTimeout: listener.options.readTimeout,
+    keepAliveTimeout: listener.options.idleTimeout,
+    clientErrorHandler: limits.clientErrorHandler(),
+    loggerInstance: log,
     // One log line per failed request (from the error handler), none per successful one.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: () => randomUUID(),
@@ -48,6 +57,7 @@ export async function buildServer(
     // Errors before routing (an undecodable path) get the same envelope as every other.
     frameworkErrors: (err, request, reply) => handleError(err, request, reply),
   }) as unknown as FastifyInstance; // the HTTPS server and pino logger generics narrow nothing we use
+  limits.install(app);
   app.setValidatorCompiler(validatorCompiler());
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);

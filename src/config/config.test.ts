@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, type ApiBinding, type Config, type ConfigFlags } from './index.js';
+import { ConfigError, DEFAULT_LISTENER_OPTIONS, loadConfig, type ApiBinding, type Config, type ConfigFlags } from './index.js';
 
 const M = 60_000;
 const H = 60 * M;
@@ -52,6 +52,13 @@ web:
   - name: client
     bindPoints: [{ interface: 0.0.0.0:1280, address: ctrl.example.com:1280 }]
     apis: [{ binding: edge-client }]
+    options:
+      readHeaderTimeout: 10s
+      readTimeout: 30s
+      idleTimeout: 30s
+      writeTimeout: 30s
+      maxConnections: 1024
+      maxConnectionsPerAddress: 16
   - name: admin
     bindPoints: [{ interface: 127.0.0.1:1281, address: 127.0.0.1:1281 }]
     apis:
@@ -81,6 +88,14 @@ describe('defaults', () => {
             { binding: 'edge-management', options: {} },
             { binding: 'edge-oidc', options: {} },
           ],
+          options: {
+            readHeaderTimeout: 10_000,
+            readTimeout: 30_000,
+            idleTimeout: 30_000,
+            writeTimeout: 30_000,
+            maxConnections: 1024,
+            maxConnectionsPerAddress: 64,
+          },
         },
       ],
       warnings: [],
@@ -103,6 +118,7 @@ describe('defaults', () => {
         name: 'client',
         bindPoints: [{ interface: '0.0.0.0:1280', address: 'ctrl.example.com:1280' }],
         apis: [{ binding: 'edge-client', options: {} }],
+        options: { ...DEFAULT_LISTENER_OPTIONS, maxConnectionsPerAddress: 16 },
       },
       {
         name: 'admin',
@@ -111,6 +127,7 @@ describe('defaults', () => {
           { binding: 'edge-management', options: {} },
           { binding: 'edge-oidc', options: { redirectURIs: ['http://127.0.0.1:*/auth/callback'] } },
         ],
+        options: DEFAULT_LISTENER_OPTIONS,
       },
     ]);
     expect(config.warnings).toEqual([]);
@@ -545,6 +562,49 @@ describe('redirectURIs', () => {
     ['{ redirectURIs: ["http://a/cb#x"] }', 'edge-oidc', `${KEY}[0]`, /fragment/],
   ])('%s on %s → %s', (options, binding, key, message) => {
     const error = loadError(oidc(options, binding));
+    expect(error.key).toBe(key);
+    expect(error.message).toMatch(message);
+  });
+});
+
+describe('listener options (timeouts and connection caps)', () => {
+  const listener = (options: string) => `
+web:
+  - name: api
+    bindPoints: [{ interface: "127.0.0.1:0" }]
+    apis: [{ binding: edge-client }]
+    options: ${options}
+`;
+
+  it('reads every option; the ones not given keep their defaults', () => {
+    const config = load(listener('{ readHeaderTimeout: 2s, readTimeout: 1m, idleTimeout: 500ms, maxConnectionsPerAddress: 8 }'));
+    expect(config.web[0]!.options).toEqual({
+      readHeaderTimeout: 2_000,
+      readTimeout: 60_000,
+      idleTimeout: 500,
+      writeTimeout: 30_000,
+      maxConnections: 1024,
+      maxConnectionsPerAddress: 8,
+    });
+    expect(load(listener('{}')).web[0]!.options).toEqual(DEFAULT_LISTENER_OPTIONS);
+  });
+
+  it('shortens the default header deadline to a shorter request deadline', () => {
+    expect(load(listener('{ readTimeout: 4s }')).web[0]!.options).toMatchObject({ readHeaderTimeout: 4_000, readTimeout: 4_000 });
+  });
+
+  it.each([
+    ['{ readTimout: 5s }', 'web[0].options.readTimout', /unknown key/],
+    ['{ readTimeout: 5 }', 'web[0].options.readTimeout', /a unit is required/],
+    ['{ idleTimeout: 50ms }', 'web[0].options.idleTimeout', /at least 100ms/],
+    ['{ writeTimeout: 2h }', 'web[0].options.writeTimeout', /at most 1h/],
+    ['{ readHeaderTimeout: 20s, readTimeout: 10s }', 'web[0].options.readHeaderTimeout', /not be longer than web\[0\]\.options\.readTimeout/],
+    ['{ maxConnections: 0 }', 'web[0].options.maxConnections', /between 1 and 1000000/],
+    ['{ maxConnectionsPerAddress: 2.5 }', 'web[0].options.maxConnectionsPerAddress', /whole number/],
+    ['{ maxConnections: "10" }', 'web[0].options.maxConnections', /whole number/],
+    ['[]', 'web[0].options', /must be a mapping/],
+  ])('refuses %s, naming %s', (options, key, message) => {
+    const error = loadError(listener(options));
     expect(error.key).toBe(key);
     expect(error.message).toMatch(message);
   });

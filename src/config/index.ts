@@ -36,11 +36,30 @@ export interface BindPoint {
   interface: string;
   address: string;
 }
+/**
+ * How long a client may take and how many connections it may hold, per bind point. Durations in
+ * milliseconds. A client that is slow or silent holds a socket and memory; these bound both.
+ */
+export interface ListenerOptions {
+  /** TLS handshake, then request line and headers, must arrive within this. */
+  readHeaderTimeout: number;
+  /** The whole request, body included, must arrive within this (never shorter than readHeaderTimeout). */
+  readTimeout: number;
+  /** A kept-alive connection with no request under way is closed after this. */
+  idleTimeout: number;
+  /** A complete answer must be taken by the client within this, else the connection is closed. */
+  writeTimeout: number;
+  /** Open connections at most; more are closed as they arrive. */
+  maxConnections: number;
+  /** Open connections at most from one client address (IPv4 address, IPv6 /64). */
+  maxConnectionsPerAddress: number;
+}
 /** apis is final: the edge-oidc auto-binding rule has been applied. */
 export interface ListenerConfig {
   name: string;
   bindPoints: BindPoint[];
   apis: ApiConfig[];
+  options: ListenerOptions;
 }
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export interface Config {
@@ -93,6 +112,20 @@ const MAX_LISTENERS = 32;
 const MAX_BIND_POINTS = 32;
 const MAX_APIS = 16;
 const MAX_REDIRECT_URIS = 100;
+const SECOND = 1000;
+
+/** Listener limits when the file sets none: generous for API clients, short for a stalled socket. */
+export const DEFAULT_LISTENER_OPTIONS: Readonly<ListenerOptions> = Object.freeze({
+  readHeaderTimeout: 10 * SECOND,
+  readTimeout: 30 * SECOND,
+  idleTimeout: 30 * SECOND,
+  writeTimeout: 30 * SECOND,
+  maxConnections: 1024,
+  maxConnectionsPerAddress: 64,
+});
+/** Timeouts beyond Node's timer range (about 24.8 days) would fire at once; an hour is plenty. */
+const LISTENER_TIMEOUT_RULE = { min: 100, max: HOUR };
+const MAX_CONNECTIONS = 1_000_000;
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const BINDINGS: readonly ApiBinding[] = ['edge-client', 'edge-management', 'edge-oidc'];
@@ -223,6 +256,7 @@ interface DraftListener {
   name: string;
   bindPoints: DraftBindPoint[];
   apis: ApiConfig[];
+  options: ListenerOptions;
 }
 
 function readListeners(
@@ -250,6 +284,7 @@ function readListeners(
           },
         ],
         apis: BINDINGS.map((binding) => ({ binding, options: {} })),
+        options: { ...DEFAULT_LISTENER_OPTIONS },
       },
     ];
   } else {
@@ -281,6 +316,7 @@ function readListeners(
       address: bindPoint.address ?? defaultAddress(bindPoint, warnings),
     })),
     apis: draft.apis,
+    options: draft.options,
   }));
   applyOidcAutoBinding(listeners, disableOidcAutoBinding, warnings);
   return listeners;
@@ -291,7 +327,7 @@ function readWeb(value: unknown): DraftListener[] {
   const names = new Map<string, string>();
   return entries.map((entry, i) => {
     const key = `web[${i}]`;
-    const listener = mapping(entry, key, ['name', 'bindPoints', 'apis']);
+    const listener = mapping(entry, key, ['name', 'bindPoints', 'apis', 'options']);
     required(listener.name, `${key}.name`);
     const name = text(listener.name, `${key}.name`, { min: 1, max: 64 });
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
@@ -341,8 +377,34 @@ function readWeb(value: unknown): DraftListener[] {
       return { binding, options: { redirectURIs } };
     });
 
-    return { name, bindPoints, apis };
+    return { name, bindPoints, apis, options: readListenerOptions(listener.options, `${key}.options`) };
   });
+}
+
+function readListenerOptions(value: unknown, key: string): ListenerOptions {
+  const options = mapping(value, key, Object.keys(DEFAULT_LISTENER_OPTIONS));
+  const timeout = (name: 'readTimeout' | 'readHeaderTimeout' | 'idleTimeout' | 'writeTimeout', fallback: number): number =>
+    // Whole milliseconds: Node's server timeouts take integers only.
+    Math.round(duration(options[name], `${key}.${name}`, { fallback, ...LISTENER_TIMEOUT_RULE }));
+  const readTimeout = timeout('readTimeout', DEFAULT_LISTENER_OPTIONS.readTimeout);
+  // The headers are part of the request: their deadline cannot be later than the request's.
+  const readHeaderTimeout = timeout('readHeaderTimeout', Math.min(DEFAULT_LISTENER_OPTIONS.readHeaderTimeout, readTimeout));
+  if (readHeaderTimeout > readTimeout) {
+    throw new ConfigError(
+      `${key}.readHeaderTimeout`,
+      `must not be longer than ${key}.readTimeout (${formatDuration(readTimeout)}), got ${formatDuration(readHeaderTimeout)}`,
+    );
+  }
+  const count = (name: 'maxConnections' | 'maxConnectionsPerAddress'): number =>
+    integer(options[name], `${key}.${name}`, { fallback: DEFAULT_LISTENER_OPTIONS[name], min: 1, max: MAX_CONNECTIONS });
+  return {
+    readHeaderTimeout,
+    readTimeout,
+    idleTimeout: timeout('idleTimeout', DEFAULT_LISTENER_OPTIONS.idleTimeout),
+    writeTimeout: timeout('writeTimeout', DEFAULT_LISTENER_OPTIONS.writeTimeout),
+    maxConnections: count('maxConnections'),
+    maxConnectionsPerAddress: count('maxConnectionsPerAddress'),
+  };
 }
 
 /**
@@ -525,7 +587,14 @@ function oneOf<T extends string>(value: unknown, key: string, allowed: readonly 
   return value as T;
 }
 
-function duration(value: unknown, key: string, rule: { fallback: number; min: number }): number {
+function integer(value: unknown, key: string, rule: { fallback: number; min: number; max: number }): number {
+  if (!present(value, key)) return rule.fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new ConfigError(key, `must be a whole number, got ${describe(value)}`);
+  if (value < rule.min || value > rule.max) throw new ConfigError(key, `must be between ${rule.min} and ${rule.max}, got ${value}`);
+  return value;
+}
+
+function duration(value: unknown, key: string, rule: { fallback: number; min: number; max?: number }): number {
   if (!present(value, key)) return rule.fallback;
   if (typeof value === 'number') {
     throw new ConfigError(key, `a unit is required (ms, s, m or h), e.g. "${value}s", got ${value}`);
@@ -538,6 +607,9 @@ function duration(value: unknown, key: string, rule: { fallback: number; min: nu
     throw new ConfigError(key, (err as Error).message);
   }
   if (ms < rule.min) throw new ConfigError(key, `must be at least ${formatDuration(rule.min)}, got ${JSON.stringify(value)}`);
+  if (rule.max !== undefined && ms > rule.max) {
+    throw new ConfigError(key, `must be at most ${formatDuration(rule.max)}, got ${JSON.stringify(value)}`);
+  }
   if (ms > MAX_DURATION) {
     throw new ConfigError(key, `must be at most ${formatDuration(MAX_DURATION)} (10 years), got ${JSON.stringify(value)}`);
   }

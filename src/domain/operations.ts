@@ -201,7 +201,7 @@ const API_PATHS: Record<ApiBinding, string> = {
 
 /** The base URL of every bind point serving each of `bindings`, from the listener configuration. */
 export function apiAddressesOf(
-  web: readonly ListenerConfig[],
+  web: readonly Pick<ListenerConfig, 'name' | 'bindPoints' | 'apis'>[],
   bindings: readonly ApiBinding[] = ['edge-client', 'edge-management'],
 ): ApiAddresses {
   const out: ApiAddresses = {};
