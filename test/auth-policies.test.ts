@@ -221,13 +221,6 @@ describe('delete', () => {
     await call(t, 'PATCH', `${MGMT}/identities/${identity}`, { token: admin, body: { authPolicyId: 'default' } });
     expect((await call(t, 'DELETE', url(id), { token: admin })).statusCode).toBe(200);
   });
-
-  it('unknown ids are 404 for detail, patch, full update and delete', async () => {
-    expectError(await call(t, 'GET', url('nope'), { token: admin }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', url('nope'), { token: admin, body: { name: 'x' } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', url('nope'), { token: admin, body: { name: 'x', primary: PRIMARY, secondary: SECONDARY } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'DELETE', url('nope'), { token: admin }), 404, 'NOT_FOUND');
-  });
 });
 
 describe('effect on logins', () => {

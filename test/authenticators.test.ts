@@ -206,13 +206,6 @@ describe('updb authenticators', () => {
     expect((await create({ method: 'updb', identityId: id, username: 'del-auth', password: 'del-auth-pw2' })).statusCode).toBe(201);
   });
 
-  it('unknown ids are 404 for detail, patch, full update and delete', async () => {
-    expectError(await call(t, 'GET', url('nope'), { token: admin }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', url('nope'), { token: admin, body: { username: 'whoever' } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', url('nope'), { token: admin, body: { username: 'whoever', password: 'whatever' } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'DELETE', url('nope'), { token: admin }), 404, 'NOT_FOUND');
-  });
-
   it('the list filters and pages', async () => {
     for (const n of ['lst-a', 'lst-b', 'lst-c']) await createIdentityWithPassword(t, admin, { name: n, username: n, password: `${n}-pw` });
     const filter = encodeURIComponent('username contains "lst-"');

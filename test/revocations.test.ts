@@ -20,7 +20,6 @@ import {
   tempDir,
   testClock,
   type TestController,
-  expectMissingCredential,
 } from './helpers.js';
 
 const MINUTE = 60_000;
@@ -28,9 +27,7 @@ const HOUR = 60 * MINUTE;
 
 let t: TestController;
 let admin: string;
-let plain: string;
 let ops: string;
-let readonly: string;
 let n = 0;
 
 async function userWith(name: string, permissions: string[]): Promise<string> {
@@ -48,9 +45,7 @@ async function revoke(token: string, body: Record<string, unknown>) {
 beforeAll(async () => {
   t = await startTestController({ env: ADMIN_ENV });
   admin = await asAdmin(t);
-  plain = await userWith('rev-plain', []);
   ops = await userWith('rev-ops', ['ops']);
-  readonly = await userWith('rev-readonly', ['admin_readonly']);
 });
 afterAll(async () => {
   await t.close();
@@ -130,10 +125,6 @@ describe('create and read', () => {
     expectError(await revoke(admin, body), 400, 'COULD_NOT_VALIDATE', field);
   });
 
-  it('answers 404 for an unknown id', async () => {
-    expectError(await call(t, 'GET', `${MGMT}/revocations/never-revoked`, { token: admin }), 404, 'NOT_FOUND');
-  });
-
   it('has no route to change or remove a revocation', async () => {
     const id = fresh();
     expect((await revoke(admin, { id, type: 'JTI' })).statusCode).toBe(201);
@@ -172,45 +163,14 @@ describe('list', () => {
     expect(res.meta.pagination).toEqual({ limit: 2, offset: 1, totalCount: 3 });
     expect(res.data).toHaveLength(2);
   });
-
-  it('answers 400 for a filter on an unknown field', async () => {
-    expectError(await call(t, 'GET', `${MGMT}/revocations?filter=${encodeURIComponent('bogus = 1')}`, { token: admin }), 400, 'INVALID_FILTER');
-  });
 });
 
 describe('who may', () => {
-  it('answers 401 with the challenge without a credential', async () => {
-    for (const [method, url] of [
-      ['GET', `${MGMT}/revocations`],
-      ['GET', `${MGMT}/revocations/some-id`],
-      ['POST', `${MGMT}/revocations`],
-    ] as const) {
-      const res = await call(t, method, url, { body: method === 'POST' ? { id: fresh(), type: 'JTI' } : undefined });
-      expectMissingCredential(res);
-    }
-  });
-
-  it('refuses a non-admin without a permission (401)', async () => {
-    const id = fresh();
-    expect((await revoke(admin, { id, type: 'JTI' })).statusCode).toBe(201);
-    expectError(await call(t, 'GET', `${MGMT}/revocations`, { token: plain }), 401, 'UNAUTHORIZED');
-    expectError(await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: plain }), 401, 'UNAUTHORIZED');
-    expectError(await revoke(plain, { id: fresh(), type: 'JTI' }), 401, 'UNAUTHORIZED');
-  });
-
   it('lets an ops identity create and read', async () => {
     const id = fresh('by-ops');
     expect((await revoke(ops, { id, type: 'IDENTITY' })).statusCode).toBe(201);
     expect((await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: ops })).statusCode).toBe(200);
     expect((await call(t, 'GET', `${MGMT}/revocations`, { token: ops })).statusCode).toBe(200);
-  });
-
-  it('lets admin_readonly read but not create', async () => {
-    const id = fresh();
-    expect((await revoke(admin, { id, type: 'JTI' })).statusCode).toBe(201);
-    expect((await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: readonly })).statusCode).toBe(200);
-    expect((await call(t, 'GET', `${MGMT}/revocations`, { token: readonly })).statusCode).toBe(200);
-    expectError(await revoke(readonly, { id: fresh(), type: 'JTI' }), 401, 'UNAUTHORIZED');
   });
 });
 

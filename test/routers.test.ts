@@ -12,7 +12,6 @@ import {
   MGMT,
   startTestController,
   type TestController,
-  expectMissingCredential,
 } from './helpers.js';
 
 let t: TestController;
@@ -111,14 +110,6 @@ describe.each([
     expectError(await call(t, 'GET', `${URL}/${id}`, { token: admin }), 404, 'NOT_FOUND');
   });
 
-  it('unknown ids are 404', async () => {
-    const url = `${URL}/no-such-router`;
-    expectError(await call(t, 'GET', url, { token: admin }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PATCH', url, { token: admin, body: { cost: 1 } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'PUT', url, { token: admin, body: { name: 'x' } }), 404, 'NOT_FOUND');
-    expectError(await call(t, 'DELETE', url, { token: admin }), 404, 'NOT_FOUND');
-  });
-
   it('lists with filter, sort and paging', async () => {
     for (const [n, cost] of [['b', 2], ['a', 1], ['c', 3]] as const) await create({ name: `${prefix}list-${n}`, cost });
     const filter = encodeURIComponent(`name contains "${prefix}list-"`);
@@ -131,7 +122,7 @@ describe.each([
     expectError(await call(t, 'GET', `${URL}?filter=${encodeURIComponent('roleAttributes = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
   });
 
-  it('without a credential: 401 with the challenge; without permission: 401; router permission: allowed', async () => {
+  it('without permission: 401; router permission: allowed', async () => {
     const id = await create({ name: `${prefix}auth` });
     const routes: [string, string, unknown?][] = [
       ['GET', URL],
@@ -142,8 +133,6 @@ describe.each([
       ['DELETE', `${URL}/${id}`],
     ];
     for (const [method, url, body] of routes) {
-      const res = await call(t, method as 'GET', url, { body });
-      expectMissingCredential(res);
       expectError(await call(t, method as 'GET', url, { token: none, body }), 401, 'UNAUTHORIZED');
     }
     expect((await call(t, 'GET', `${URL}/${id}`, { token: readOnly })).statusCode).toBe(200);

@@ -13,7 +13,6 @@ import {
   MGMT,
   startTestController,
   type TestController,
-  expectMissingCredential,
 } from './helpers.js';
 
 let t: TestController;
@@ -241,10 +240,6 @@ describe('lists', () => {
     expectError(await call(t, 'GET', `${MGMT}/services/${listService}/terminators?${q('nope = 1')}`, { token: admin }), 400, 'INVALID_FILTER');
   });
 
-  it('/services/{id}/terminators of an unknown service is 404', async () => {
-    expectError(await call(t, 'GET', `${MGMT}/services/no-such-service/terminators`, { token: admin }), 404, 'NOT_FOUND');
-  });
-
   it('/services/{id}/terminators of a service without terminators is empty', async () => {
     const empty = (await t.app.core.resources.get('services').create({ name: 'term-none' })).id;
     const body = json(await call(t, 'GET', `${MGMT}/services/${empty}/terminators`, { token: admin }));
@@ -277,10 +272,8 @@ describe('who may call', () => {
     ['DELETE', `${URL}/${id}`],
   ];
 
-  it('without a credential: 401 with the challenge; without the terminator permission: 401', async () => {
+  it('without the terminator permission: 401', async () => {
     for (const [method, url, body] of routes()) {
-      const res = await call(t, method as 'GET', url, { body });
-      expectMissingCredential(res);
       expectError(await call(t, method as 'GET', url, { token: none, body }), 401, 'UNAUTHORIZED');
     }
   });
