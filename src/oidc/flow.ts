@@ -3,11 +3,14 @@
 // factors as the table below says, and ends Complete, when its authorization code is made. The
 // secondary factors are plug-ins: each says when it is required, how it is asked for (an
 // authentication query) and which response headers go with it; TOTP and external-JWT steps satisfy
-// theirs through `satisfy`.
+// theirs through `satisfy`. Pending requests are held in a PendingStore (pending.ts): anyone may
+// start one, so what they may hold is bounded per client address, in total and in time.
 import { ApiError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
 import { newToken } from '../auth/tokens.js';
+import { OAuthError } from './errors.js';
+import { addressKey, PENDING_LIMITS, PendingRefused, PendingStore, type PendingLimits } from './pending.js';
 
 export type RequestState = 'started' | 'partial' | 'complete';
 
@@ -141,32 +144,67 @@ export interface AuthRequest extends AuthorizationParams {
   outstanding: string[];
 }
 
+/** A list parameter: repeated, or comma-separated. */
+export function splitList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  const parts = (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(','));
+  return [...new Set(parts.map((v) => v.trim()).filter((v) => v !== '' && v.length <= 100))].slice(0, 100);
+}
+
 /** Authorization requests live 10 minutes. */
 export const REQUEST_LIFETIME_MS = 10 * 60_000;
-/** At most this many requests wait at once; more are refused until some end. */
-export const MAX_PENDING_REQUESTS = 50_000;
 
 const AMR: Record<PrimaryOutcome['method'], string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
 
-/** Expired requests are dropped at most this often (and whenever one is looked up). */
-const SWEEP_INTERVAL_MS = 10_000;
+/**
+ * What a pending request is taken to cost in memory: an allowance for its objects and map entries
+ * (measured at about 1 KB with short parameters), plus two bytes per character and a header for
+ * every string it keeps.
+ */
+const REQUEST_BYTES = 640;
+const STRING_BYTES = 24;
+
+function sizeOf(r: AuthRequest): number {
+  const strings = [
+    r.id,
+    r.clientId,
+    r.redirectUri,
+    r.codeChallenge,
+    r.state,
+    r.nonce,
+    ...r.scopes,
+    ...r.configTypes,
+    ...r.amr,
+    ...r.outstanding,
+    ...(r.primary ? [r.primary.identityId, r.primary.authenticatorId, r.primary.ipAddress] : []),
+  ];
+  let bytes = REQUEST_BYTES;
+  for (const s of strings) if (s !== undefined) bytes += STRING_BYTES + 2 * s.length;
+  return bytes;
+}
+
+export interface AuthRequestsOptions {
+  factors?: readonly SecondaryFactor[];
+  limits?: Readonly<PendingLimits>;
+}
 
 export class AuthRequests {
-  private readonly requests = new Map<string, AuthRequest>();
-  private lastSweep = 0;
+  private readonly pending: PendingStore<AuthRequest>;
+  private readonly factors: readonly SecondaryFactor[];
 
   constructor(
     private readonly clock: Clock,
-    private readonly factors: readonly SecondaryFactor[] = SECONDARY_FACTORS,
-  ) {}
+    options: AuthRequestsOptions = {},
+  ) {
+    this.factors = options.factors ?? SECONDARY_FACTORS;
+    this.pending = new PendingStore(clock, options.limits ?? PENDING_LIMITS);
+  }
 
-  start(params: AuthorizationParams): AuthRequest {
-    if (this.clock() - this.lastSweep >= SWEEP_INTERVAL_MS || this.requests.size >= MAX_PENDING_REQUESTS) this.sweep();
-    if (this.requests.size >= MAX_PENDING_REQUESTS) {
-      throw new ApiError('SERVICE_UNAVAILABLE', 'too many authorization requests are pending; try again later', undefined, {
-        'retry-after': '60',
-      });
-    }
+  /**
+   * Starts a request for a client at `clientAddress` (the peer address). Beyond the bounds of the
+   * pending store: 429 temporarily_unavailable with Retry-After.
+   */
+  start(params: AuthorizationParams, clientAddress: string): AuthRequest {
     const now = this.clock();
     const request: AuthRequest = {
       ...params,
@@ -177,18 +215,32 @@ export class AuthRequests {
       amr: [],
       outstanding: [],
     };
-    this.requests.set(request.id, request);
+    const address = addressKey(clientAddress);
+    try {
+      this.pending.add(request.id, address, request, sizeOf(request), request.expiresAt);
+    } catch (err) {
+      if (!(err instanceof PendingRefused)) throw err;
+      const description =
+        err.reason === 'address'
+          ? 'too many authorization requests are pending from this address; finish or abandon them, or try again later'
+          : 'too many authorization requests are pending; try again later';
+      throw new OAuthError('temporarily_unavailable', description, 429, { 'retry-after': String(err.retryAfterSeconds) });
+    }
     return request;
   }
 
   /** The live request with this id; 404 when unknown or expired. */
   get(id: unknown): AuthRequest {
-    const request = typeof id === 'string' ? this.requests.get(id) : undefined;
-    if (!request || this.clock() >= request.expiresAt) {
-      if (request) this.requests.delete(request.id);
-      throw new ApiError('NOT_FOUND', 'the authorization request is unknown or has expired');
-    }
+    const request = typeof id === 'string' ? this.pending.get(id) : undefined;
+    if (!request) throw new ApiError('NOT_FOUND', 'the authorization request is unknown or has expired');
     return request;
+  }
+
+  /** Config types a login step adds to those of the authorization (the request grows, and is charged for it). */
+  addConfigTypes(request: AuthRequest, configTypes: readonly string[]): void {
+    if (configTypes.length === 0) return;
+    request.configTypes = splitList([...request.configTypes, ...configTypes]);
+    this.charge(request);
   }
 
   /** Records the outcome of a primary login and moves the request. */
@@ -201,6 +253,7 @@ export class AuthRequests {
     request.authTime = this.clock();
     request.outstanding = outstanding;
     request.status = to;
+    this.charge(request);
     return request;
   }
 
@@ -217,6 +270,7 @@ export class AuthRequests {
     request.status = this.move(request, 'factor-ok', outstanding.length > 0);
     request.outstanding = outstanding;
     if (!request.amr.includes(amr)) request.amr.push(amr);
+    this.charge(request);
     return request;
   }
 
@@ -238,18 +292,31 @@ export class AuthRequests {
 
   /** Ends a request (its code is made, or it is abandoned). */
   end(request: AuthRequest): void {
-    this.requests.delete(request.id);
+    this.pending.delete(request.id);
   }
 
+  /** Requests pending (expired ones not yet dropped included). */
   get size(): number {
-    return this.requests.size;
+    return this.pending.size;
+  }
+
+  /** Estimated bytes of the pending requests. */
+  get bytes(): number {
+    return this.pending.bytes;
+  }
+
+  /** Requests pending for a client address. */
+  heldBy(clientAddress: string): number {
+    return this.pending.heldBy(addressKey(clientAddress));
   }
 
   /** Drops expired requests. */
   sweep(): void {
-    const now = this.clock();
-    this.lastSweep = now;
-    for (const [id, r] of this.requests) if (now >= r.expiresAt) this.requests.delete(id);
+    this.pending.sweep();
+  }
+
+  private charge(request: AuthRequest): void {
+    this.pending.resize(request.id, sizeOf(request));
   }
 
   private move(request: AuthRequest, on: FlowEvent, outstanding: boolean): RequestState {

@@ -43,7 +43,7 @@ describe('the authorization request state machine', () => {
   it('runs Started → Partially authenticated → Complete with the factors of the policy', () => {
     let now = 1_000;
     const requests = new AuthRequests(() => now);
-    const r = requests.start(params);
+    const r = requests.start(params, '10.0.0.1');
     expect(r.status).toBe('started');
     requests.primaryFailed(r);
     expect(r.status).toBe('started');
@@ -68,7 +68,7 @@ describe('the authorization request state machine', () => {
 
   it('a policy without secondary factors completes on the primary login', () => {
     const requests = new AuthRequests(() => 0);
-    const r = requests.start(params);
+    const r = requests.start(params, '10.0.0.1');
     requests.primarySucceeded(r, outcome(rules(false)));
     expect(r.status).toBe('complete');
     expect(r.amr).toEqual(['password']);

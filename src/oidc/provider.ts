@@ -14,13 +14,16 @@ import type { Resources } from '../domain/resources.js';
 import type { Store } from '../store/store.js';
 import { BearerVerifier } from './bearer.js';
 import { OAuthError } from './errors.js';
-import { AuthRequests, type AuthorizationParams, type AuthRequest } from './flow.js';
+import { AuthRequests, splitList, type AuthorizationParams, type AuthRequest } from './flow.js';
 import { Grants, type Grant } from './grants.js';
 import { Issuers } from './issuer.js';
 import { parseCompact, verifySignature } from './jws.js';
 import { SigningKeys } from './keys.js';
 import { type RedirectPolicy, withQuery } from './redirects.js';
 import { CLIENT_ID, TokenIssuer, type IssuedTokens } from './tokens.js';
+
+// Where it has long been imported from.
+export { splitList } from './flow.js';
 
 /** Authorization codes live 60 seconds. */
 export const CODE_LIFETIME_MS = 60_000;
@@ -127,9 +130,10 @@ export class OidcProvider {
   /**
    * Checks an authorization request and starts it. Every refusal is an error answer, never a
    * redirect: the request is refused before its redirect_uri is trusted, or (PKCE, response type,
-   * scope) by decision of behaviour.md §6.
+   * scope) by decision of behaviour.md §6. `clientAddress` (the peer address) is what the pending
+   * request is charged to.
    */
-  authorize(q: Record<string, string | undefined>, redirects: RedirectPolicy): AuthRequest {
+  authorize(q: Record<string, string | undefined>, redirects: RedirectPolicy, clientAddress: string): AuthRequest {
     if (q.client_id !== CLIENT_ID) throw new OAuthError('invalid_request', 'unknown client_id', 400);
     if (q.redirect_uri === undefined || !redirects.allows(q.redirect_uri)) {
       throw new OAuthError('invalid_request', 'redirect_uri is missing or not allowed for this client');
@@ -152,7 +156,7 @@ export class OidcProvider {
       ...(q.state !== undefined ? { state: q.state } : {}),
       ...(q.nonce !== undefined ? { nonce: q.nonce } : {}),
     };
-    return this.requests.start(params);
+    return this.requests.start(params, clientAddress);
   }
 
   /** A complete request becomes an authorization code: the URL the client is redirected to. */
@@ -372,11 +376,4 @@ function answer(tokens: IssuedTokens, scopes: string[], refreshToken: string | u
     expires_in: tokens.expiresIn,
     scope: scopes.join(' '),
   };
-}
-
-/** A list parameter: repeated, or comma-separated. */
-export function splitList(value: string | string[] | undefined): string[] {
-  if (value === undefined) return [];
-  const parts = (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(','));
-  return [...new Set(parts.map((v) => v.trim()).filter((v) => v !== '' && v.length <= 100))].slice(0, 100);
 }

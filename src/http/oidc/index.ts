@@ -10,7 +10,7 @@ import { BearerError } from '../../oidc/bearer.js';
 import { OAuthError } from '../../oidc/errors.js';
 import type { AuthRequest } from '../../oidc/flow.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
-import { SCOPES_SUPPORTED, splitList } from '../../oidc/provider.js';
+import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
 import { RedirectPolicy, withQuery } from '../../oidc/redirects.js';
 import { CLIENT_ID } from '../../oidc/tokens.js';
 import { JWS_ALGORITHMS } from '../../oidc/jws.js';
@@ -90,7 +90,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         if (hint !== undefined && METHOD_HINTS[hint] === undefined) {
           throw new OAuthError('invalid_request', `method must be one of ${Object.keys(LOGIN_PATHS).join(', ')}`);
         }
-        const authRequest = core.oidc.authorize(q, redirects);
+        const authRequest = core.oidc.authorize(q, redirects, request.ip);
         const method: LoginMethod = hint !== undefined ? METHOD_HINTS[hint]! : peerCertificate(request) ? 'cert' : 'password';
         return reply
           .code(302)
@@ -127,8 +127,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         }
         const authRequest = core.oidc.requests.get(id);
         if (authRequest.status === 'complete') throw new ApiError('COULD_NOT_VALIDATE', 'the authorization request is already complete');
-        const extraConfigTypes = [...listOf(bodyConfigTypes), ...listOf(queryConfigTypes)];
-        if (extraConfigTypes.length > 0) authRequest.configTypes = splitList([...authRequest.configTypes, ...extraConfigTypes]);
+        core.oidc.requests.addConfigTypes(authRequest, [...listOf(bodyConfigTypes), ...listOf(queryConfigTypes)]);
         let primary;
         try {
           primary = await authenticatePrimary(core, {
