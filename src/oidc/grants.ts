@@ -54,10 +54,11 @@ interface Rotation {
  * A query compiled once with named placeholder values; each use binds new values in the order the
  * dialect's SQL wants them (the hot path skips the query builder).
  */
-function template(compiled: CompiledQuery, names: readonly string[]): (values: Record<string, unknown>) => CompiledQuery {
+export function template(compiled: CompiledQuery, names: readonly string[]): (values: Record<string, unknown>) => CompiledQuery {
   const order = compiled.parameters.map((p) => {
-    if (typeof p !== 'string' || !names.includes(p)) throw new Error(`unexpected parameter ${String(p)} in ${compiled.sql}`);
-    return p;
+    const name = names.find((n) => n === p);
+    if (name === undefined) throw new Error(`unexpected parameter ${String(p)} in ${compiled.sql}`);
+    return name;
   });
   return (values) => ({ ...compiled, parameters: order.map((name) => values[name]) });
 }
@@ -81,6 +82,8 @@ export class Grants {
     private readonly clock: Clock,
     /** Lifetime of each refresh token, ms. */
     private readonly lifetime: number,
+    /** Current refresh tokens remembered at most. */
+    private readonly maxRemembered = MAX_REMEMBERED,
   ) {
     const db = store.db;
     this.q = {
@@ -212,9 +215,18 @@ export class Grants {
               .insertInto('oidc_refresh_tokens')
               .values(winners.map((r) => ({ token_hash: r.nextHash, grant_id: r.grantId, created_at: r.now, expires_at: r.expiresAt })))
               .execute();
+            // Each grant lives as long as its current token (the one not rotated; the rotations of
+            // one batch may have been asked for at different times).
             await tx
               .updateTable('oidc_grants')
-              .set({ expires_at: winners.reduce((max, r) => (r.expiresAt > max ? r.expiresAt : max), winners[0]!.expiresAt) })
+              .set((eb) => ({
+                expires_at: eb
+                  .selectFrom('oidc_refresh_tokens as t')
+                  .select('t.expires_at')
+                  .whereRef('t.grant_id', '=', 'oidc_grants.id')
+                  .where('t.rotated_at', 'is', null)
+                  .limit(1),
+              }))
               .where('id', 'in', [...new Set(winners.map((r) => r.grantId))])
               .execute();
           }
@@ -229,8 +241,8 @@ export class Grants {
   }
 
   private remember(hash: string, entry: Remembered): void {
-    if (this.remembered.size >= MAX_REMEMBERED) {
-      let n = Math.ceil(MAX_REMEMBERED / 10);
+    if (this.remembered.size >= this.maxRemembered) {
+      let n = Math.ceil(this.maxRemembered / 10);
       for (const k of this.remembered.keys()) {
         this.remembered.delete(k);
         if (--n === 0) break;
@@ -255,15 +267,18 @@ export class Grants {
     return new Map(rows.map((r) => [r.api_session_id as string, Date.parse(r.expires_at as string)]));
   }
 
-  /** Deletes ended grants; answers their API session ids. */
+  /** Deletes ended grants (their tokens go with them); answers their API session ids. */
   async sweep(): Promise<string[]> {
     const now = this.clock();
     for (const [hash, entry] of this.remembered) if (now >= entry.expiresAt) this.remembered.delete(hash);
-    const cutoff = iso(now);
-    const ended = await this.store.db.selectFrom('oidc_grants').select(['id', 'api_session_id']).where('expires_at', '<=', cutoff).execute();
-    if (ended.length === 0) return [];
-    await this.store.db.deleteFrom('oidc_grants').where('expires_at', '<=', cutoff).execute();
+    // One statement: a grant a rotation extends meanwhile is neither deleted nor answered.
+    const ended = await this.store.db.deleteFrom('oidc_grants').where('expires_at', '<=', iso(now)).returning('api_session_id').execute();
     return ended.map((r) => r.api_session_id as string);
+  }
+
+  /** Refresh tokens held in memory. */
+  get remembering(): number {
+    return this.remembered.size;
   }
 
   private grantOf(row: Record<string, unknown>): Grant {
