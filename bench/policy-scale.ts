@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { createApp } from '../src/app/app.js';
 import { loadConfig } from '../src/config/index.js';
-import { entitiesMatching, forgetPolicy, refreshPolicyLinks, type PolicyCollection } from '../src/policy/links.js';
+import { entitiesMatching, type PolicyCollection } from '../src/policy/links.js';
 import { parseRoles } from '../src/policy/roles.js';
 import type { ResourceService } from '../src/domain/resources.js';
 import type { Entity } from '../src/store/repository.js';
@@ -126,7 +126,7 @@ async function main(): Promise<void> {
             ...roles,
           });
           await service.repo.insert(ctx.tx, policy);
-          await refreshPolicyLinks(ctx, collection, policy);
+          await app.core.links.refreshPolicyLinks(ctx, collection, policy);
         }
       }
     });
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
     // restart: the first timed change pays for loading 2,000 policies.
     await resources
       .write(async (ctx) => {
-        await forgetPolicy(ctx, 'service-policies', 'none');
+        await app.core.links.forgetPolicy(ctx, 'service-policies', 'none');
         throw new Error('rolled back');
       })
       .catch(() => undefined);

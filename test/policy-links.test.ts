@@ -3,7 +3,7 @@
 // role_attribute_index exactly the entities' role attributes.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Resources } from '../src/domain/resources.js';
-import { forgetPolicy, refreshEntityLinks, refreshPolicyLinks } from '../src/policy/links.js';
+import type { PolicyLinks } from '../src/policy/links.js';
 import { matches } from '../src/policy/roles.js';
 import type { Entity } from '../src/store/repository.js';
 import type { Db } from '../src/store/dialect.js';
@@ -376,9 +376,11 @@ describe('link maintenance scenarios', () => {
 describe('transactions', () => {
   let t: TestController;
   let resources: Resources;
+  let links: PolicyLinks;
   beforeAll(async () => {
     t = await startTestController();
     resources = t.app.core.resources;
+    links = t.app.core.links;
   });
   afterAll(async () => {
     await t.close();
@@ -404,9 +406,9 @@ describe('transactions', () => {
     await resources.write(async (ctx) => {
       const policy = newPolicy(ctx, 'tx-same', { identityRoles: ['#same-tx'] });
       await policies.repo.insert(ctx.tx, policy);
-      await refreshPolicyLinks(ctx, 'edge-router-policies', policy);
+      await links.refreshPolicyLinks(ctx, 'edge-router-policies', policy);
       await identities.repo.update(ctx.tx, member.id, { roleAttributes: ['same-tx'] });
-      await refreshEntityLinks(ctx, 'identity', { ...member, roleAttributes: ['same-tx'] });
+      await links.refreshEntityLinks(ctx, 'identity', { ...member, roleAttributes: ['same-tx'] });
     });
     const rows = await resources.store.db.selectFrom('edge_router_policy_identities').select('identity_id').where('policy_id', '=', 'tx-same').execute();
     expect(rows.map((r) => r.identity_id)).toEqual([member.id]);
@@ -419,7 +421,7 @@ describe('transactions', () => {
       resources.write(async (ctx) => {
         const policy = newPolicy(ctx, 'tx-rolled-back', { identityRoles: ['#rollback'] });
         await policies.repo.insert(ctx.tx, policy);
-        await refreshPolicyLinks(ctx, 'edge-router-policies', policy);
+        await links.refreshPolicyLinks(ctx, 'edge-router-policies', policy);
         throw new Error('abort');
       }),
     ).rejects.toThrow('abort');
@@ -434,7 +436,7 @@ describe('transactions', () => {
     await expect(
       resources.write(async (ctx) => {
         await policies.repo.delete(ctx.tx, kept.id);
-        await forgetPolicy(ctx, 'edge-router-policies', kept.id);
+        await links.forgetPolicy(ctx, 'edge-router-policies', kept.id);
         throw new Error('abort');
       }),
     ).rejects.toThrow('abort');
@@ -474,7 +476,7 @@ describe('transactions', () => {
                 postureCheckRoles: [],
               };
               await policies.repo.insert(ctx.tx, policy);
-              await refreshPolicyLinks(ctx, 'service-policies', policy);
+              await links.refreshPolicyLinks(ctx, 'service-policies', policy);
               throw new Error('abort');
             })
             .catch(() => undefined),

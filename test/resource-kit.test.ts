@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Resources, type ResourceService } from '../src/domain/resources.js';
+import { Kernel } from '../src/kernel/kernel.js';
 import { handleError, handleNotFound } from '../src/http/errors.js';
 import { registerResourceRoutes } from '../src/http/resource-routes.js';
 import { validatorCompiler } from '../src/http/validation.js';
@@ -19,7 +20,7 @@ const clock = testClock();
 beforeAll(async () => {
   store = new Store(openSqlite(':memory:'));
   await store.migrate([...migrations, widgetMigration]);
-  const resources = new Resources(store, clock);
+  const resources = new Resources(new Kernel({ store, clock }));
   service = resources.register(widgets);
   app = Fastify();
   app.setValidatorCompiler(validatorCompiler());

@@ -278,22 +278,26 @@ describe('the in-memory view', () => {
     expect(view.isRevoked('JTI', 'old')).toBe(false);
   });
 
-  it('follows changes: revocations in, deletions out, other collections ignored', () => {
+  it('follows changes: revocations in, deletions out, other collections ignored', async () => {
     const clock = testClock(T0);
-    const view = new Revocations(clock);
-    const entity = { id: 'c1', type: 'IDENTITY', createdAt: at(T0), updatedAt: at(T0), tags: {}, expiresAt: at(T0 + HOUR) };
-    view.apply({ collection: 'identities', kind: 'create', id: 'c1', entity });
+    // What the store holds: a changed revocation is read again from it.
+    const stored = new Map<string, RevocationRecord>();
+    const view = new Revocations(clock, async (id) => stored.get(id));
+    const entity = { id: 'c1', type: 'IDENTITY', createdAt: at(T0), updatedAt: at(T0), expiresAt: at(T0 + HOUR) };
+    stored.set('c1', entity);
+    await view.apply({ collection: 'identities', kind: 'create', id: 'c1' });
     expect(view.size).toBe(0);
-    view.apply({ collection: 'revocations', kind: 'create', id: 'c1', entity });
+    await view.apply({ collection: 'revocations', kind: 'create', id: 'c1' });
     expect(view.isRevoked('IDENTITY', 'c1', T0 - 1)).toBe(true);
-    view.apply({ collection: 'revocations', kind: 'update', id: 'c1', entity: { ...entity, updatedAt: at(T0 + MINUTE), expiresAt: at(T0 + 2 * HOUR) } });
+    stored.set('c1', { ...entity, updatedAt: at(T0 + MINUTE), expiresAt: at(T0 + 2 * HOUR) });
+    await view.apply({ collection: 'revocations', kind: 'update', id: 'c1' });
     expect(view.isRevoked('IDENTITY', 'c1', T0 + 30_000)).toBe(true);
     clock.set(T0 + 90 * MINUTE);
     expect(view.isRevoked('IDENTITY', 'c1', T0 - 1)).toBe(true);
     expect(view.size).toBe(1);
-    view.apply({ collection: 'revocations', kind: 'delete', id: 'c1', entity });
+    await view.apply({ collection: 'revocations', kind: 'delete', id: 'c1' });
     expect(view.isRevoked('IDENTITY', 'c1', T0 - 1)).toBe(false);
-    view.apply({ collection: 'revocations', kind: 'create', id: 'c2' });
+    await view.apply({ collection: 'revocations', kind: 'create', id: 'c2' });
     expect(view.size).toBe(0);
   });
 
@@ -304,7 +308,7 @@ describe('the in-memory view', () => {
 
     const clock = testClock(t.clock());
     const view = new Revocations(clock);
-    await view.start(t.app.core.resources);
+    await view.start(t.app.core.kernel);
     try {
       expect(view.isRevoked('API_SESSION', before, createdAt - 1000)).toBe(true);
       expect(view.isRevoked('API_SESSION', before, createdAt + 1000)).toBe(false);
@@ -341,7 +345,7 @@ describe('the in-memory view', () => {
     const id = fresh('expired');
     expect((await revoke(admin, { id, type: 'JTI' })).statusCode).toBe(201);
     const view = new Revocations(testClock(t.clock() + 24 * HOUR));
-    await view.start(t.app.core.resources);
+    await view.start(t.app.core.kernel);
     view.stop();
     expect(view.isRevoked('JTI', id)).toBe(false);
   });

@@ -11,6 +11,8 @@ import { openSqlite } from '../store/sqlite.js';
 import { Store, type StoreMigration } from '../store/store.js';
 import { migrations as appMigrations } from '../store/migrations/index.js';
 import { Resources } from '../domain/resources.js';
+import { Kernel } from '../kernel/kernel.js';
+import { PolicyLinks } from '../policy/links.js';
 import { loadBuildInfo } from '../build-info.js';
 import { SERVED_BINDINGS } from '../http/info.js';
 import { ApiSessions } from '../auth/api-sessions.js';
@@ -22,9 +24,6 @@ import { OidcSettingsView } from '../oidc/settings.js';
 import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
-import { Repository } from '../store/repository.js';
-import { apiSessions as apiSessionsDef } from '../resources/api-sessions.js';
-import { identities as identitiesDef } from '../resources/identities.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
 import { secureDataDirectory } from './data-dir.js';
@@ -113,23 +112,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       log: (msg) => log.info(msg),
     });
 
-    const resources = new Resources(store, clock);
-    const sessions = new ApiSessions(
-      store,
-      new Repository(apiSessionsDef, store.dialect),
-      clock,
-      config.edge.api.sessionTimeout,
-      (change) => resources.changes.emit(change),
-    );
-    const identities = new IdentityDirectory(store, new Repository(identitiesDef, store.dialect), clock);
-    registerResources(resources, { sessions, identities, clock, tokenLifetimes: config.edge.oidc });
+    const kernel = new Kernel({ store, clock, log });
+    const resources = new Resources(kernel);
+    const sessions = new ApiSessions(kernel, clock, config.edge.api.sessionTimeout);
+    const identities = new IdentityDirectory(store, kernel.repo('identities'), clock);
+    const links = new PolicyLinks(store.dialect);
+    registerResources(resources, { sessions, identities, clock, tokenLifetimes: config.edge.oidc, links });
     await seed(resources, {
       dataDir: config.dataDir,
       admin: config.admin,
       announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
     });
     const revocations = new Revocations(clock);
-    await revocations.start(resources);
+    await revocations.start(kernel);
     const oidc = await OidcProvider.open({ config, clock, log, store, resources, sessions, identities, revocations });
     await oidc.start();
     const oidcSettings = new OidcSettingsView(resources);
@@ -138,6 +133,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       clock,
       log,
       store,
+      kernel,
+      links,
       pki,
       resources,
       build: loadBuildInfo(),

@@ -5,6 +5,8 @@ import type { Config } from '../config/index.js';
 import type { Pki } from '../pki/index.js';
 import type { Store } from '../store/store.js';
 import type { Resources } from '../domain/resources.js';
+import type { Kernel } from '../kernel/kernel.js';
+import type { PolicyLinks } from '../policy/links.js';
 import type { BuildInfo } from '../build-info.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
@@ -19,6 +21,10 @@ export interface Core {
   readonly clock: Clock;
   readonly log: Logger;
   readonly store: Store;
+  /** The write pipeline and the change feed. */
+  readonly kernel: Kernel;
+  /** Policy link maintenance over the policy index. */
+  readonly links: PolicyLinks;
   readonly pki: Pki;
   readonly resources: Resources;
   readonly build: BuildInfo;

@@ -2,6 +2,7 @@
 import type { Clock } from '../clock.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
+import type { PolicyLinks } from '../policy/links.js';
 import { composeBehaviours, type Resources } from '../domain/resources.js';
 import {
   edgeRouterPolicyBehaviour,
@@ -35,33 +36,36 @@ export interface ResourceDeps {
   clock: Clock;
   /** The OIDC token lifetimes (edge.oidc): how long a revocation must be kept. */
   tokenLifetimes: TokenLifetimes;
+  /** Link maintenance over the controller's policy index. */
+  links: PolicyLinks;
 }
 
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
   resources.register(identityTypes);
   resources.register(authPolicies, authPolicyBehaviour());
-  resources.register(identities, composeBehaviours(identityBehaviour(), roleLinkBehaviour('identity')));
+  resources.register(identities, composeBehaviours(identityBehaviour(), roleLinkBehaviour('identity', deps.links)));
   resources.register(authenticators, authenticatorBehaviour());
   resources.register(apiSessions, apiSessionBehaviour(deps.sessions, deps.clock));
   resources.register(configTypes, configTypeBehaviour());
   resources.register(configs, configBehaviour());
-  resources.register(services, composeBehaviours(serviceBehaviour(), roleLinkBehaviour('service')));
-  resources.register(edgeRouters, composeBehaviours(edgeRouterBehaviour(), roleLinkBehaviour('edge-router')));
+  resources.register(services, composeBehaviours(serviceBehaviour(), roleLinkBehaviour('service', deps.links)));
+  resources.register(edgeRouters, composeBehaviours(edgeRouterBehaviour(deps.links), roleLinkBehaviour('edge-router', deps.links)));
   resources.register(routers, routerBehaviour());
   resources.register(transitRouters, routerBehaviour());
   resources.register(terminators, terminatorBehaviour());
-  resources.register(servicePolicies, servicePolicyBehaviour());
-  resources.register(edgeRouterPolicies, edgeRouterPolicyBehaviour());
-  resources.register(serviceEdgeRouterPolicies, serviceEdgeRouterPolicyBehaviour());
+  resources.register(servicePolicies, servicePolicyBehaviour(deps.links));
+  resources.register(edgeRouterPolicies, edgeRouterPolicyBehaviour(deps.links));
+  resources.register(serviceEdgeRouterPolicies, serviceEdgeRouterPolicyBehaviour(deps.links));
   resources.register(postureCheckTypes);
-  resources.register(postureChecks, composeBehaviours(postureCheckBehaviour(), roleLinkBehaviour('posture-check')));
+  resources.register(postureChecks, composeBehaviours(postureCheckBehaviour(), roleLinkBehaviour('posture-check', deps.links)));
   resources.register(revocations, revocationBehaviour(deps.tokenLifetimes));
   resources.register(controllerSettings, controllerSettingBehaviour());
   resources.register(controllers);
   resources.register(sessions);
 
   // What each in-memory view of the credential pipeline drops when a record moves.
-  resources.changes.subscribe((c) => {
+  resources.kernel.changes.subscribe((c) => {
+    deps.links.onChange(c);
     if (c.collection === 'identities') {
       deps.identities.invalidate(c.id);
       if (c.kind === 'delete') deps.sessions.forgetIdentity(c.id);

@@ -3,7 +3,7 @@
 // expired sessions.
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
-import type { Change } from '../domain/changes.js';
+import type { Kernel } from '../kernel/kernel.js';
 import type { Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 import { hashToken, newToken } from './tokens.js';
@@ -38,16 +38,18 @@ export class ApiSessions {
   /** Sessions something else keeps alive past their idle timeout (an OIDC refresh grant), id → until. */
   private readonly holds = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
+  private readonly store: Store;
+  private readonly repo: Repository;
 
   constructor(
-    private readonly store: Store,
-    private readonly repo: Repository,
+    private readonly kernel: Kernel,
     private readonly clock: Clock,
     /** Idle time after which a session expires, ms. */
     readonly timeout: number,
-    /** Told after a session was created or removed. */
-    private readonly onChange: (change: Change) => void = () => undefined,
-  ) {}
+  ) {
+    this.store = kernel.store;
+    this.repo = kernel.repo('api-sessions');
+  }
 
   expiresAt(s: ApiSession): number {
     const idle = s.lastActivityAt + this.timeout;
@@ -82,7 +84,7 @@ export class ApiSessions {
       improperClientCertChain: false,
       tags: {},
     };
-    await this.repo.insert(this.store.db, {
+    const row = {
       id: session.id,
       createdAt: iso(now),
       updatedAt: iso(now),
@@ -98,9 +100,11 @@ export class ApiSessions {
       isMfaComplete: false,
       isCertExtendable: session.isCertExtendable,
       improperClientCertChain: false,
+    };
+    await this.kernel.write(async (ctx) => {
+      await ctx.insert('api-sessions', row);
+      ctx.afterCommit(() => this.remember(session));
     });
-    this.remember(session);
-    this.onChange({ collection: 'api-sessions', kind: 'create', id: session.id, entity: { identityId: session.identityId } });
     return { session, token };
   }
 
@@ -156,11 +160,11 @@ export class ApiSessions {
   }
 
   async delete(id: string): Promise<boolean> {
-    const identityId = this.byId.get(id)?.identityId;
     this.forget(id);
-    const deleted = await this.repo.delete(this.store.db, id);
-    if (deleted) this.onChange({ collection: 'api-sessions', kind: 'delete', id, entity: { identityId } });
-    return deleted;
+    return this.kernel.write(async (ctx) => {
+      const row = await ctx.tx.selectFrom(this.repo.table).select('identity_id').where('id', '=', id).executeTakeFirst();
+      return row !== undefined && (await ctx.remove('api-sessions', id, String(row.identity_id)));
+    });
   }
 
   /** Forgets sessions the store no longer has (deleted with their identity, or by another path). */
@@ -205,15 +209,24 @@ export class ApiSessions {
       .execute();
     const expired = idle.filter(({ id }) => !((this.holds.get(id as string) ?? 0) > now));
     if (expired.length === 0) return 0;
+    let removed = 0;
     for (let i = 0; i < expired.length; i += 500) {
       const ids = expired.slice(i, i + 500).map(({ id }) => id as string);
-      await this.store.db.deleteFrom(this.repo.table).where('id', 'in', ids).where('last_activity_at', '<=', cutoff).execute();
+      removed += await this.kernel.write(async (ctx) => {
+        const gone = await ctx.tx
+          .deleteFrom(this.repo.table)
+          .where('id', 'in', ids)
+          .where('last_activity_at', '<=', cutoff)
+          .returning(['id', 'identity_id'])
+          .execute();
+        for (const r of gone) {
+          ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(r.id), ownerId: String(r.identity_id) });
+          ctx.afterCommit(() => this.forget(String(r.id)));
+        }
+        return gone.length;
+      });
     }
-    for (const { id, identity_id } of expired) {
-      this.forget(id as string);
-      this.onChange({ collection: 'api-sessions', kind: 'delete', id: id as string, entity: { identityId: identity_id } });
-    }
-    return expired.length;
+    return removed;
   }
 
   /** Starts the periodic flush and sweep; timers never keep the process alive. */

@@ -1,9 +1,11 @@
 // Revocations in memory, for the bearer-token check on the hot path: one map lookup per check,
-// never a query. Loaded from the store at start, kept right by the change feed after each commit;
-// expired revocations stop applying at once and are dropped from memory now and then.
+// never a query. Loaded from the store at start, kept right by the change feed after each commit
+// (a changed revocation is read again); expired revocations stop applying at once and are dropped
+// from memory now and then.
 import { iso, type Clock } from '../clock.js';
-import type { Change } from '../domain/changes.js';
-import type { Resources } from '../domain/resources.js';
+import type { Change } from '../kernel/changes.js';
+import type { Kernel } from '../kernel/kernel.js';
+import type { Executor } from '../store/store.js';
 
 export type RevocationKind = 'JTI' | 'IDENTITY' | 'API_SESSION';
 
@@ -26,6 +28,29 @@ interface Entry {
   expiresAtMs: number;
 }
 
+/** Reads one revocation as stored; undefined when there is none. */
+export type RevocationReader = (id: string) => Promise<RevocationRecord | undefined>;
+
+const COLUMNS = ['id', 'type', 'created_at', 'updated_at', 'expires_at'] as const;
+
+function recordOf(row: Record<string, unknown>): RevocationRecord {
+  return {
+    id: String(row.id),
+    type: String(row.type),
+    createdAt: String(row.created_at),
+    updatedAt: String(row.updated_at),
+    expiresAt: row.expires_at === null ? null : String(row.expires_at),
+  };
+}
+
+/** The reader of the revocations table. */
+export function storedRevocation(ex: Executor): RevocationReader {
+  return async (id) => {
+    const row = await ex.selectFrom('revocations').select([...COLUMNS]).where('id', '=', id).executeTakeFirst();
+    return row ? recordOf(row as Record<string, unknown>) : undefined;
+  };
+}
+
 /** How often at most expired entries are dropped from memory. */
 export const PRUNE_INTERVAL_MS = 60_000;
 export const SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -35,9 +60,16 @@ export class Revocations {
   private nextPruneAt: number;
   private unsubscribe: (() => void) | undefined;
   private sweeper: NodeJS.Timeout | undefined;
-  private resources: Resources | undefined;
+  private kernel: Kernel | undefined;
+  /** Per id, the latest change being followed: an older read that ends later is not applied. */
+  private readonly following = new Map<string, number>();
+  private changeCount = 0;
 
-  constructor(private readonly clock: Clock) {
+  /** `read` reads a revocation again when it changes (the store's table once started). */
+  constructor(
+    private readonly clock: Clock,
+    private read?: RevocationReader,
+  ) {
     this.nextPruneAt = clock() + PRUNE_INTERVAL_MS;
   }
 
@@ -45,26 +77,19 @@ export class Revocations {
    * Follows the change feed, then loads the revocations that still matter. Following first means a
    * revocation committed while loading is never missed.
    */
-  async start(resources: Resources): Promise<void> {
+  async start(kernel: Kernel): Promise<void> {
     this.stop();
-    this.resources = resources;
-    this.unsubscribe = resources.changes.subscribe((change) => this.apply(change));
+    this.kernel = kernel;
+    this.read = storedRevocation(kernel.store.db);
+    this.unsubscribe = kernel.changes.subscribe((change) => this.apply(change));
     this.sweeper = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
-    const rows = await resources.store.db
+    const rows = await kernel.store.db
       .selectFrom('revocations')
-      .select(['id', 'type', 'created_at', 'updated_at', 'expires_at'])
+      .select([...COLUMNS])
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', iso(this.clock()))]))
       .execute();
-    for (const row of rows) {
-      this.add({
-        id: String(row.id),
-        type: String(row.type),
-        createdAt: String(row.created_at),
-        updatedAt: String(row.updated_at),
-        expiresAt: row.expires_at === null ? null : String(row.expires_at),
-      });
-    }
+    for (const row of rows) this.add(recordOf(row as Record<string, unknown>));
   }
 
   stop(): void {
@@ -79,33 +104,35 @@ export class Revocations {
    * still valid); answers how many. Runs every SWEEP_INTERVAL_MS while started.
    */
   async sweep(): Promise<number> {
-    if (!this.resources) return 0;
-    const result = await this.resources.store.db
-      .deleteFrom('revocations')
-      .where('expires_at', 'is not', null)
-      .where('expires_at', '<=', iso(this.clock()))
-      .executeTakeFirst();
+    if (!this.kernel) return 0;
+    const now = iso(this.clock());
+    const removed = await this.kernel.write(async (ctx) => {
+      const rows = await ctx.tx
+        .deleteFrom('revocations')
+        .where('expires_at', 'is not', null)
+        .where('expires_at', '<=', now)
+        .returning('id')
+        .execute();
+      for (const r of rows) ctx.changed({ collection: 'revocations', kind: 'delete', id: String(r.id) });
+      return rows.length;
+    });
     this.prune();
-    return Number(result.numDeletedRows);
+    return removed;
   }
 
-  /** Takes in a change of the feed; anything but a revocation is ignored. */
-  apply(change: Change): void {
+  /** Takes in a change of the feed: a revocation written is read again; anything else is ignored. */
+  async apply(change: Change): Promise<void> {
     if (change.collection !== 'revocations') return;
-    if (change.kind === 'delete') {
+    const n = ++this.changeCount;
+    this.following.set(change.id, n);
+    try {
+      const record = change.kind === 'delete' || !this.read ? undefined : await this.read(change.id);
+      if (this.following.get(change.id) !== n) return;
       this.forget(change.id);
-      return;
+      if (record) this.add(record);
+    } finally {
+      if (this.following.get(change.id) === n) this.following.delete(change.id);
     }
-    const e = change.entity as Partial<RevocationRecord> | undefined;
-    if (!e || typeof e.type !== 'string' || typeof e.createdAt !== 'string') return;
-    this.forget(change.id);
-    this.add({
-      id: change.id,
-      type: e.type,
-      createdAt: e.createdAt,
-      ...(typeof e.updatedAt === 'string' ? { updatedAt: e.updatedAt } : {}),
-      expiresAt: e.expiresAt ?? null,
-    });
   }
 
   add(record: RevocationRecord): void {

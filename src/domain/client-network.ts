@@ -53,13 +53,13 @@ export class ClientNetwork {
 
   constructor(d: ClientNetworkDeps) {
     const { store, clock, resources } = d;
-    const changes = resources.changes;
+    const changes = resources.kernel.changes;
     this.generations = new ViewGenerations(changes, clock);
     this.access = new AccessViews(store, this.generations, d.maxCachedView);
     this.catalog = new ServiceCatalog(store, resources.get('services').repo, changes);
     this.checks = new PostureCheckCatalog(store, resources.get('posture-checks').repo, changes);
     this.configTypes = new ConfigTypeCatalog(store, changes);
-    this.posture = new PostureStore(store, clock, changes);
+    this.posture = new PostureStore(resources.kernel, clock, changes);
     this.services = new ClientServices({
       store,
       clock,
@@ -75,6 +75,7 @@ export class ClientNetwork {
     this.sessions = new Sessions({
       store,
       clock,
+      kernel: resources.kernel,
       changes,
       repo: resources.get('sessions').repo,
       edgeRouters: resources.get('edge-routers').repo,

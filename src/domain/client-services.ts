@@ -10,7 +10,7 @@ import { entityLinks, type ResourceDef } from '../resources/kit.js';
 import { services as servicesDef } from '../resources/services.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
-import type { Change, ChangeFeed } from './changes.js';
+import type { Change, ChangeFeed } from '../kernel/changes.js';
 import { evaluatePolicy, postureQuery, type PostureCheck, type PostureFacts, type PostureQuery, type PostureStore } from './posture.js';
 import { idIn, RELATIONS, type PolicyType } from './related.js';
 

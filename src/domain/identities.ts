@@ -3,7 +3,6 @@
 import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
-import type { Entity } from '../store/repository.js';
 import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
 /**
@@ -146,12 +145,11 @@ export class IdentityAnswers {
   private readonly cache = new Map<string, Record<string, unknown>>();
 
   constructor(private readonly resources: Resources) {
-    resources.changes.subscribe((c) => {
+    resources.kernel.changes.subscribe((c) => {
       if (c.collection === 'auth-policies') this.cache.clear();
       else if (c.collection === 'identities') this.cache.delete(c.id);
       else if (c.collection === 'authenticators' || c.collection === 'api-sessions') {
-        const owner = (c.entity as Entity | undefined)?.identityId;
-        if (typeof owner === 'string') this.cache.delete(owner);
+        if (c.ownerId !== undefined) this.cache.delete(c.ownerId);
         else this.cache.clear();
       }
     });

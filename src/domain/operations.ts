@@ -79,10 +79,8 @@ export async function revoke(
       updatedAt: ctx.now,
       expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
     };
-    await service.repo.update(ctx.tx, id, values);
-    const next = { ...prev, ...values } as Entity;
-    ctx.changed({ collection: service.def.name, kind: 'update', id, entity: next });
-    return next;
+    await ctx.update('revocations', id, values);
+    return { ...prev, ...values } as Entity;
   }, actor);
 }
 
@@ -276,10 +274,8 @@ export async function registerController(ctx: WriteContext, self: ControllerSelf
     apiAddresses: self.apiAddresses ?? edgeApisAt(self.address),
     updatedAt: ctx.now,
   };
-  const entity = prev ? { ...prev, ...values } : { id, createdAt: ctx.now, tags: {}, ...values };
-  if (prev) await repo.update(ctx.tx, id, values);
-  else await repo.insert(ctx.tx, entity);
-  ctx.changed({ collection: 'controllers', kind: prev ? 'update' : 'create', id, entity });
+  if (prev) await ctx.update('controllers', id, values);
+  else await ctx.insert('controllers', { id, createdAt: ctx.now, tags: {}, ...values });
 }
 
 /** Marks this controller offline in the controllers list (a clean stop). */
@@ -287,12 +283,7 @@ export async function markControllerOffline(resources: Resources): Promise<void>
   await resources.write(async (ctx) => {
     const id = await controllerIdOf(ctx.tx, resources);
     if (!id) return;
-    const repo = resources.get('controllers').repo;
-    const prev = await repo.get(ctx.tx, id);
-    if (!prev) return;
-    const values = { isOnline: false, updatedAt: ctx.now };
-    await repo.update(ctx.tx, id, values);
-    ctx.changed({ collection: 'controllers', kind: 'update', id, entity: { ...prev, ...values } });
+    await ctx.update('controllers', id, { isOnline: false, updatedAt: ctx.now });
   });
 }
 

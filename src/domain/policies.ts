@@ -2,22 +2,13 @@
 // link maintenance every policy-relevant entity needs.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { fieldError } from '../errors.js';
-import {
-  existingIds,
-  forgetEntity,
-  forgetPolicy,
-  POLICY_SPECS,
-  refreshEntityLinks,
-  refreshPolicyLinks,
-  ROLE_KINDS,
-  type PolicyCollection,
-} from '../policy/links.js';
+import { existingIds, POLICY_SPECS, ROLE_KINDS, type PolicyCollection, type PolicyLinks, type RoleKind } from '../policy/links.js';
 import { parseRoles, rolesDisplay, validateRoles } from '../policy/roles.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import type { ResourceBehaviour } from './resources.js';
 
-export type RoleKind = 'identity' | 'service' | 'edge-router' | 'posture-check';
+export type { RoleKind } from '../policy/links.js';
 
 export const RoleDisplaySchema = Type.Array(
   Type.Object({ role: Type.String(), name: Type.String() }),
@@ -51,7 +42,7 @@ async function namesOf(ex: Executor, table: string, ids: readonly string[]): Pro
   return out;
 }
 
-function policyBehaviour(collection: PolicyCollection): ResourceBehaviour {
+function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): ResourceBehaviour {
   const spec = POLICY_SPECS[collection];
   return {
     async validate(ctx, next, prev) {
@@ -77,10 +68,10 @@ function policyBehaviour(collection: PolicyCollection): ResourceBehaviour {
         prev !== undefined &&
         prev.semantic === next.semantic &&
         spec.lists.every((l) => JSON.stringify(roleList(prev, l.field)) === JSON.stringify(roleList(next, l.field)));
-      if (!same) await refreshPolicyLinks(ctx, collection, next);
+      if (!same) await links.refreshPolicyLinks(ctx, collection, next);
     },
     async afterDelete(ctx, prev) {
-      await forgetPolicy(ctx, collection, prev.id);
+      await links.forgetPolicy(ctx, collection, prev.id);
     },
     async decorate(ex, entities, answers) {
       // One name lookup per entity kind for the whole page.
@@ -105,16 +96,16 @@ function policyBehaviour(collection: PolicyCollection): ResourceBehaviour {
   };
 }
 
-export function servicePolicyBehaviour(): ResourceBehaviour {
-  return policyBehaviour('service-policies');
+export function servicePolicyBehaviour(links: PolicyLinks): ResourceBehaviour {
+  return policyBehaviour('service-policies', links);
 }
 
-export function edgeRouterPolicyBehaviour(): ResourceBehaviour {
-  return policyBehaviour('edge-router-policies');
+export function edgeRouterPolicyBehaviour(links: PolicyLinks): ResourceBehaviour {
+  return policyBehaviour('edge-router-policies', links);
 }
 
-export function serviceEdgeRouterPolicyBehaviour(): ResourceBehaviour {
-  return policyBehaviour('service-edge-router-policies');
+export function serviceEdgeRouterPolicyBehaviour(links: PolicyLinks): ResourceBehaviour {
+  return policyBehaviour('service-edge-router-policies', links);
 }
 
 function sameAttributes(a: unknown, b: unknown): boolean {
@@ -124,15 +115,15 @@ function sameAttributes(a: unknown, b: unknown): boolean {
 }
 
 /** Keeps policy links and the role attribute index exact when an entity of `kind` is written. */
-export function roleLinkBehaviour(kind: RoleKind): ResourceBehaviour {
+export function roleLinkBehaviour(kind: RoleKind, links: PolicyLinks): ResourceBehaviour {
   return {
     async afterWrite(ctx, next, prev) {
       // A new entity may be selected by `@id` or `#all` even without attributes.
       if (prev && sameAttributes(prev.roleAttributes, next.roleAttributes)) return;
-      await refreshEntityLinks(ctx, kind, next);
+      await links.refreshEntityLinks(ctx, kind, next);
     },
     async afterDelete(ctx, prev) {
-      await forgetEntity(ctx, kind, prev.id);
+      await links.forgetEntity(ctx, kind, prev.id);
     },
   };
 }

@@ -9,7 +9,8 @@ import { fieldError } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import { newId } from '../ids.js';
 import type { PostureCheckType } from './posture-checks.js';
-import type { ChangeFeed } from './changes.js';
+import type { ChangeFeed } from '../kernel/changes.js';
+import type { Kernel } from '../kernel/kernel.js';
 import type { Repository } from '../store/repository.js';
 import type { Executor, Store } from '../store/store.js';
 
@@ -458,11 +459,14 @@ export class PostureStore {
   private readonly loading = new Map<string, Promise<SessionPosture>>();
   private readonly generations = new Map<string, { generation: number; at: number }>();
 
+  private readonly store: Store;
+
   constructor(
-    private readonly store: Store,
+    private readonly kernel: Kernel,
     private readonly clock: Clock,
-    private readonly changes: ChangeFeed,
+    changes: ChangeFeed,
   ) {
+    this.store = kernel.store;
     changes.subscribe((c) => {
       if (c.collection === 'api-sessions' && c.kind === 'delete') this.forget(c.id);
       else if (c.collection === 'identities' && c.kind === 'delete') this.forgetIdentity(c.id);
@@ -509,9 +513,12 @@ export class PostureStore {
     }
     if (rows.length === 0) return;
     const before = valueKey(current);
-    await this.store.transaction(async (tx) => {
+    const next = structuredClone(current);
+    for (const row of rows) applyRow(next, row);
+    const moved = valueKey(next) !== before;
+    await this.kernel.write(async (ctx) => {
       for (const row of rows) {
-        await tx
+        await ctx.tx
           .insertInto('posture_data')
           .values({ ...row, data: JSON.stringify(row.data) })
           .onConflict((oc) =>
@@ -523,13 +530,14 @@ export class PostureStore {
           )
           .execute();
       }
+      ctx.afterCommit(() => {
+        for (const row of rows) applyRow(current, row);
+        if (!moved) return;
+        const g = this.generation(who.apiSessionId);
+        this.generations.set(who.apiSessionId, { generation: g.generation + 1, at: now });
+      });
+      if (moved) ctx.changed({ collection: 'posture-data', kind: 'update', id: who.apiSessionId, ownerId: who.identityId });
     });
-    for (const row of rows) applyRow(current, row);
-    if (valueKey(current) !== before) {
-      const g = this.generation(who.apiSessionId);
-      this.generations.set(who.apiSessionId, { generation: g.generation + 1, at: now });
-      this.changes.emit({ collection: 'posture-data', kind: 'update', id: who.apiSessionId, entity: { identityId: who.identityId } });
-    }
   }
 
   forget(apiSessionId: string): void {

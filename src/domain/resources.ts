@@ -1,8 +1,7 @@
 // Generic behaviour of every resource: list, read, create, full update, patch, delete, each write
-// in one transaction. What a resource needs beyond CRUD hooks in through ResourceBehaviour, never
-// through special cases here or in the routes.
+// through the kernel (one transaction, its change announced). What a resource needs beyond CRUD
+// hooks in through ResourceBehaviour, never through special cases here or in the routes.
 import { ApiError, fieldError, notFound } from '../errors.js';
-import { iso, type Clock } from '../clock.js';
 import { newId } from '../ids.js';
 import {
   entityLinks,
@@ -13,27 +12,16 @@ import {
   type FilterSpec,
   type ResourceDef,
 } from '../resources/kit.js';
-import { Repository, type Entity, type ListQuery } from '../store/repository.js';
-import { ChangeFeed, type Change } from './changes.js';
+import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Executor, Store, Tx } from '../store/store.js';
+import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
+import type { Collection } from '../kernel/changes.js';
 
-export interface WriteContext {
-  tx: Tx;
-  /** The write's time, ISO. */
-  now: string;
+export type { Actor } from '../kernel/kernel.js';
+
+/** A kernel write context with the resource services, for the hooks of resources. */
+export interface WriteContext extends KernelWriteContext {
   resources: Resources;
-  /** Runs fn once the transaction has committed. */
-  afterCommit(fn: () => void): void;
-  /** Tells the change feed, once the transaction has committed, that a record moved. */
-  changed(change: Change): void;
-  /** Who asked for the write; absent for the controller's own writes. */
-  actor?: Actor;
-}
-
-/** The caller of a write, for rules that depend on who writes (granting admin, say). */
-export interface Actor {
-  id: string;
-  isAdmin: boolean;
 }
 
 export interface ResourceBehaviour {
@@ -79,11 +67,10 @@ export class ResourceService {
   constructor(
     readonly def: ResourceDef,
     private readonly store: Store,
-    private readonly clock: Clock,
     private readonly resources: Resources,
     private readonly behaviour: ResourceBehaviour = {},
   ) {
-    this.repo = new Repository(def, store.dialect);
+    this.repo = resources.kernel.repoFor(def);
     this.filter = filterSpec(def);
   }
 
@@ -193,7 +180,7 @@ export class ResourceService {
         throw err;
       }
       await this.behaviour.afterDelete?.(ctx, prev);
-      ctx.changed({ collection: this.def.name, kind: 'delete', id: prev.id, entity: prev });
+      ctx.changed(this.change('delete', prev));
       return prev;
     });
   }
@@ -228,8 +215,14 @@ export class ResourceService {
       throw fieldError(name, `another ${this.def.label} already has this ${name}`, next[name]);
     }
     await this.behaviour.afterWrite?.(ctx, next, prev);
-    ctx.changed({ collection: this.def.name, kind: prev ? 'update' : 'create', id: next.id, entity: next });
+    ctx.changed(this.change(prev ? 'update' : 'create', next));
     return next;
+  }
+
+  /** The change of a write of one of this resource's records. */
+  private change(kind: 'create' | 'update' | 'delete', entity: Entity) {
+    // Every collection served is a resource of the controller (or, in tests, a fixture's).
+    return withOwner({ collection: this.def.name as Collection, kind, id: entity.id }, ownerOf(this.def, entity));
   }
 
   private async checkReferences(tx: Tx, next: Entity, prev: Entity | undefined): Promise<void> {
@@ -284,33 +277,21 @@ function changed(next: Entity, prev: Entity): Record<string, unknown> {
 /** Every resource service of the controller, by collection. */
 export class Resources {
   private readonly services = new Map<string, ResourceService>();
-  readonly changes = new ChangeFeed();
 
-  constructor(
-    readonly store: Store,
-    private readonly clock: Clock,
-  ) {}
+  constructor(readonly kernel: Kernel) {}
 
-  /** One transaction with a write context; after-commit work runs only if it commits. */
-  async write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
-    const after: (() => void)[] = [];
-    const result = await this.store.transaction((tx) =>
-      fn({
-        ...(actor ? { actor } : {}),
-        tx,
-        now: iso(this.clock()),
-        resources: this,
-        afterCommit: (f) => after.push(f),
-        changed: (change) => after.push(() => this.changes.emit(change)),
-      }),
-    );
-    for (const f of after) f();
-    return result;
+  get store(): Store {
+    return this.kernel.store;
+  }
+
+  /** A kernel write whose context also carries the resource services. */
+  write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
+    return this.kernel.write((ctx) => fn(Object.assign(ctx, { resources: this })), actor);
   }
 
   register(def: ResourceDef, behaviour?: ResourceBehaviour): ResourceService {
     if (this.services.has(def.name)) throw new Error(`resource ${def.name} registered twice`);
-    const service = new ResourceService(def, this.store, this.clock, this, behaviour);
+    const service = new ResourceService(def, this.store, this, behaviour);
     this.services.set(def.name, service);
     return service;
   }

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
 import { newId } from '../ids.js';
-import { forgetEntity, forgetPolicy, refreshEntityLinks, refreshPolicyLinks } from '../policy/links.js';
+import type { PolicyLinks } from '../policy/links.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
 import type { Entity, Repository } from '../store/repository.js';
@@ -17,17 +17,17 @@ export function systemPolicyName(routerId: string): string {
   return `edge-router-${routerId}-system`;
 }
 
-export function edgeRouterBehaviour(): ResourceBehaviour {
+export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
       await checkRouterConfigs(ctx, next.configs, prev?.configs);
     },
     async afterWrite(ctx, next, prev) {
-      if (next.isTunnelerEnabled === true) await ensureTunneler(ctx, next);
-      else if (prev?.isTunnelerEnabled === true) await removeTunneler(ctx, next.id);
+      if (next.isTunnelerEnabled === true) await ensureTunneler(ctx, links, next);
+      else if (prev?.isTunnelerEnabled === true) await removeTunneler(ctx, links, next.id);
     },
     async afterDelete(ctx, prev) {
-      await removeTunneler(ctx, prev.id);
+      await removeTunneler(ctx, links, prev.id);
       await removeTerminatorsOf(ctx, prev.id);
     },
   };
@@ -80,18 +80,18 @@ function defaults(def: ResourceDef): Record<string, unknown> {
   return out;
 }
 
-/** Inserts a row, turning a unique-constraint failure into a 400 naming `field`. */
+/** Inserts a record, turning a unique-constraint failure into a 400 naming `field`. */
 async function insertUnique(
   ctx: WriteContext,
-  repo: Repository,
+  collection: 'identities' | 'edge-router-policies',
   entity: Record<string, unknown>,
   field: string,
   reason: string,
 ): Promise<void> {
   try {
-    await repo.insert(ctx.tx, entity);
+    await ctx.insert(collection, entity);
   } catch (err) {
-    if (ctx.resources.store.dialect.uniqueViolation(err, repo.table) === undefined) throw err;
+    if (ctx.resources.store.dialect.uniqueViolation(err, ctx.resources.get(collection).repo.table) === undefined) throw err;
     throw fieldError(field, reason, entity.name);
   }
 }
@@ -111,7 +111,7 @@ async function findSystemPolicy(ex: Executor, repo: Repository, routerId: string
  * (`edge-router-<id>-system`, AnyOf, both roles `@<id>`) exist; the identity carries the router's
  * current name. Idempotent: a missing piece is created, an existing one kept.
  */
-async function ensureTunneler(ctx: WriteContext, router: Entity): Promise<void> {
+async function ensureTunneler(ctx: WriteContext, links: PolicyLinks, router: Entity): Promise<void> {
   const identities = ctx.resources.get('identities');
   const name = router.name as string;
   const identity = await identities.repo.get(ctx.tx, router.id);
@@ -129,17 +129,15 @@ async function ensureTunneler(ctx: WriteContext, router: Entity): Promise<void> 
       isAdmin: false,
       authPolicyId: DEFAULT_AUTH_POLICY_ID,
     } as Entity;
-    await insertUnique(ctx, identities.repo, created, 'name', 'an identity already has this name; a tunneler-enabled edge router needs it for its identity');
-    await refreshEntityLinks(ctx, 'identity', created);
-    ctx.changed({ collection: identities.def.name, kind: 'create', id: created.id, entity: created });
+    await insertUnique(ctx, 'identities', created, 'name', 'an identity already has this name; a tunneler-enabled edge router needs it for its identity');
+    await links.refreshEntityLinks(ctx, 'identity', created);
   } else if (identity.name !== name) {
     try {
-      await identities.repo.update(ctx.tx, identity.id, { name, updatedAt: ctx.now });
+      await ctx.update('identities', identity.id, { name, updatedAt: ctx.now });
     } catch (err) {
       if (ctx.resources.store.dialect.uniqueViolation(err, identities.repo.table) === undefined) throw err;
       throw fieldError('name', 'an identity already has this name; the identity of this tunneler-enabled edge router takes it', name);
     }
-    ctx.changed({ collection: identities.def.name, kind: 'update', id: identity.id, entity: { ...identity, name, updatedAt: ctx.now } });
   }
 
   const policies = ctx.resources.get('edge-router-policies');
@@ -157,34 +155,28 @@ async function ensureTunneler(ctx: WriteContext, router: Entity): Promise<void> 
     identityRoles: [role],
     edgeRouterRoles: [role],
   } as Entity;
-  await insertUnique(ctx, policies.repo, policy, 'isTunnelerEnabled', `an edge router policy named ${policy.name as string} already exists`);
-  await refreshPolicyLinks(ctx, 'edge-router-policies', policy);
-  ctx.changed({ collection: policies.def.name, kind: 'create', id: policy.id, entity: policy });
+  await insertUnique(ctx, 'edge-router-policies', policy, 'isTunnelerEnabled', `an edge router policy named ${policy.name as string} already exists`);
+  await links.refreshPolicyLinks(ctx, 'edge-router-policies', policy);
 }
 
 /** Removes the system edge router policy and the system identity of a router, if there are any. */
-async function removeTunneler(ctx: WriteContext, routerId: string): Promise<void> {
+async function removeTunneler(ctx: WriteContext, links: PolicyLinks, routerId: string): Promise<void> {
   const policies = ctx.resources.get('edge-router-policies');
   const policy = await findSystemPolicy(ctx.tx, policies.repo, routerId);
   if (policy) {
-    await policies.repo.delete(ctx.tx, policy.id);
-    await forgetPolicy(ctx, 'edge-router-policies', policy.id);
-    ctx.changed({ collection: policies.def.name, kind: 'delete', id: policy.id, entity: policy });
+    await ctx.remove('edge-router-policies', policy.id);
+    await links.forgetPolicy(ctx, 'edge-router-policies', policy.id);
   }
-  const identities = ctx.resources.get('identities');
-  const identity = await identities.repo.get(ctx.tx, routerId);
+  const identity = await ctx.resources.get('identities').repo.get(ctx.tx, routerId);
   if (identity && identity.type === 'Router') {
-    await identities.repo.delete(ctx.tx, identity.id);
-    await forgetEntity(ctx, 'identity', identity.id);
-    ctx.changed({ collection: identities.def.name, kind: 'delete', id: identity.id, entity: identity });
+    await ctx.remove('identities', identity.id);
+    await links.forgetEntity(ctx, 'identity', identity.id);
   }
 }
 
 /** A deleted router takes its terminators with it. */
 async function removeTerminatorsOf(ctx: WriteContext, routerId: string): Promise<void> {
-  const rows = await ctx.tx.selectFrom('terminators').select('id').where('router_id', '=', routerId).execute();
-  if (rows.length === 0) return;
-  await ctx.tx.deleteFrom('terminators').where('router_id', '=', routerId).execute();
+  const rows = await ctx.tx.deleteFrom('terminators').where('router_id', '=', routerId).returning('id').execute();
   for (const r of rows) ctx.changed({ collection: 'terminators', kind: 'delete', id: r.id as string });
 }
 

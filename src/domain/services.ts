@@ -186,7 +186,7 @@ export function configBehaviour(validators = new ConfigValidators()): ResourceBe
   const watch = (resources: Resources) => {
     if (watching) return;
     watching = true;
-    resources.changes.subscribe((c) => {
+    resources.kernel.changes.subscribe((c) => {
       if (c.collection === 'config-types' && c.kind !== 'create') validators.drop(c.id);
     });
   };

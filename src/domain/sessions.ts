@@ -21,7 +21,8 @@ import type { Issuers } from '../oidc/issuer.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
-import type { ChangeFeed } from './changes.js';
+import type { ChangeFeed } from '../kernel/changes.js';
+import type { Kernel } from '../kernel/kernel.js';
 import { factsOf, type AccessViews, type Caller, type PostureCheckCatalog } from './client-services.js';
 import { evaluatePolicy, type CheckResult, type PostureCheck, type PostureFailure, type PostureStore } from './posture.js';
 import { identityEdgeRouters, idIn, serviceEdgeRouters } from './related.js';
@@ -218,6 +219,7 @@ export const SESSION_FILTER: FilterSpec = filterSpec(sessionsDef);
 export interface SessionsDeps {
   store: Store;
   clock: Clock;
+  kernel: Kernel;
   changes: ChangeFeed;
   repo: Repository;
   edgeRouters: Repository;
@@ -366,7 +368,10 @@ export class Sessions {
       type,
     };
     try {
-      await this.d.repo.insert(this.d.store.db, { ...session });
+      await this.d.kernel.write(async (ctx) => {
+        await ctx.insert('sessions', { ...session });
+        ctx.afterCommit(() => this.remember(session));
+      });
     } catch (err) {
       const dialect = this.d.store.dialect;
       if (dialect.uniqueViolation(err, this.d.repo.table) !== undefined) {
@@ -382,8 +387,6 @@ export class Sessions {
       }
       throw err;
     }
-    this.remember(session);
-    this.d.changes.emit({ collection: 'sessions', kind: 'create', id: session.id, entity: { ...session } });
     return session;
   }
 
@@ -483,9 +486,9 @@ export class Sessions {
   }
 
   async delete(s: SessionRecord): Promise<void> {
-    await this.d.repo.delete(this.d.store.db, s.id);
-    this.forget(s.id);
-    this.d.changes.emit({ collection: 'sessions', kind: 'delete', id: s.id, entity: { ...s } });
+    await this.d.kernel.write(async (ctx) => {
+      await ctx.remove('sessions', s.id, s.identityId);
+    });
   }
 
   // ---- answers -----------------------------------------------------------------------------------

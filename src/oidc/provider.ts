@@ -103,7 +103,7 @@ export class OidcProvider {
 
   /** Follows API session deletes, holds the sessions of live grants, starts the sweep. */
   async start(): Promise<void> {
-    this.unsubscribe = this.deps.resources.changes.subscribe((c) => {
+    this.unsubscribe = this.deps.resources.kernel.changes.subscribe((c) => {
       if (c.collection === 'api-sessions' && c.kind === 'delete') this.bearer.sessionDeleted(c.id);
     });
     for (const [sessionId, until] of await this.grants.live()) this.deps.sessions.hold(sessionId, until);

@@ -22,7 +22,7 @@ export class OidcSettingsView {
 
   async start(): Promise<void> {
     this.stop();
-    this.unsubscribe = this.resources.changes.subscribe((c) => {
+    this.unsubscribe = this.resources.kernel.changes.subscribe((c) => {
       if (c.collection === 'controller-settings') void this.load().catch(() => undefined);
     });
     this.controllerId = await controllerIdOf(this.resources.store.db, this.resources);

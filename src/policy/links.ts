@@ -5,11 +5,19 @@
 // Entities a policy selects come from the store (role_attribute_index for `#attr`, ids for `@id`,
 // the whole table for `#all`). Policies an entity matches come from an in-memory index of every
 // policy's role lists (see PolicyIndex), so a change of one entity never scans all policies.
-import type { RoleKind } from '../domain/policies.js';
-import type { Resources, WriteContext } from '../domain/resources.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
+import type { WriteContext } from '../kernel/kernel.js';
+import type { Dialect } from '../store/dialect.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor, Tx } from '../store/store.js';
 import { matchesParsed, parseRoles, type ParsedRoles } from './roles.js';
+
+/** The kinds of entity role lists select. */
+export type RoleKind = 'identity' | 'service' | 'edge-router' | 'posture-check';
+
+/** What link maintenance needs of a write: its transaction and its after-commit hook. */
+export type LinkContext = Pick<WriteContext, 'tx' | 'afterCommit'>;
 
 export type PolicyCollection = 'service-policies' | 'edge-router-policies' | 'service-edge-router-policies';
 export type RoleField = 'identityRoles' | 'serviceRoles' | 'edgeRouterRoles' | 'postureCheckRoles';
@@ -133,15 +141,18 @@ function removeFrom(map: Map<string, Set<string>>, key: string, id: string): voi
  * it reloads it from its own view of the store. A writer claims it before changing it; the claim is
  * released after its commit. A transaction that rolled back never releases it, so the next writer
  * reloads: that is how rolled-back changes leave the index. SQLite serialises write transactions,
- * so in steady state nothing is reloaded.
+ * so in steady state nothing is reloaded. Policies the change feed reports as written (by this
+ * process or, later, another) are read again by the next transaction that uses the index.
  */
 class PolicyIndex {
   loaded = false;
   owner: Tx | undefined;
+  /** Policies written since they were last read, by collection: read again before the next use. */
+  readonly stale = new Map<PolicyCollection, Set<string>>();
   private readonly policies = new Map<PolicyCollection, Map<string, IndexedPolicy>>();
   private readonly lists = new Map<RoleListSpec, ListIndex>();
 
-  constructor() {
+  constructor(private readonly dialect: Dialect) {
     this.clear();
   }
 
@@ -152,22 +163,45 @@ class PolicyIndex {
     }
   }
 
-  async load(ex: Executor, resources: Resources): Promise<void> {
+  async load(ex: Executor): Promise<void> {
     this.loaded = false;
     this.clear();
-    const dialect = resources.store.dialect;
+    this.stale.clear();
     for (const spec of Object.values(POLICY_SPECS)) {
       const rows = await ex
         .selectFrom(spec.table)
         .select(['id', 'semantic', ...spec.lists.map((l) => l.column)])
         .execute();
-      for (const row of rows as Record<string, unknown>[]) {
-        const entity: Record<string, unknown> = { id: row.id, semantic: row.semantic };
-        for (const l of spec.lists) entity[l.field] = dialect.fromDb('json', row[l.column]);
-        this.put(spec.collection, String(row.id), entity);
-      }
+      for (const row of rows as Record<string, unknown>[]) this.put(spec.collection, String(row.id), this.fromRow(spec, row));
     }
     this.loaded = true;
+  }
+
+  /** Reads the stale policies again (a policy gone is removed). */
+  async refresh(ex: Executor): Promise<void> {
+    const stale = [...this.stale];
+    this.stale.clear();
+    for (const [collection, ids] of stale) {
+      const spec = POLICY_SPECS[collection];
+      for (const part of chunks([...ids])) {
+        const rows = (await ex
+          .selectFrom(spec.table)
+          .select(['id', 'semantic', ...spec.lists.map((l) => l.column)])
+          .where('id', 'in', part)
+          .execute()) as Record<string, unknown>[];
+        const found = new Map(rows.map((row) => [String(row.id), row]));
+        for (const id of part) {
+          const row = found.get(id);
+          this.put(collection, id, row ? this.fromRow(spec, row) : undefined);
+        }
+      }
+    }
+  }
+
+  private fromRow(spec: PolicySpec, row: Record<string, unknown>): Record<string, unknown> {
+    const entity: Record<string, unknown> = { id: row.id, semantic: row.semantic };
+    for (const l of spec.lists) entity[l.field] = this.dialect.fromDb('json', row[l.column]);
+    return entity;
   }
 
   /** Sets (or with undefined, removes) the role lists of one policy. */
@@ -215,10 +249,7 @@ class PolicyIndex {
   }
 }
 
-// One index per controller (its Resources), never a module-level singleton shared between them.
-const indexes = new WeakMap<Resources, PolicyIndex>();
-
-function claim(index: PolicyIndex, ctx: WriteContext): void {
+function claim(index: PolicyIndex, ctx: LinkContext): void {
   if (index.owner === ctx.tx) return;
   const tx = ctx.tx;
   index.owner = tx;
@@ -227,17 +258,6 @@ function claim(index: PolicyIndex, ctx: WriteContext): void {
     // Another transaction reloaded it meanwhile, possibly without these writes: start over.
     else index.loaded = false;
   });
-}
-
-async function indexFor(ctx: WriteContext): Promise<PolicyIndex> {
-  let index = indexes.get(ctx.resources);
-  if (!index) indexes.set(ctx.resources, (index = new PolicyIndex()));
-  if (!index.loaded || (index.owner !== undefined && index.owner !== ctx.tx)) {
-    // What this transaction sees may include its own uncommitted writes, so the result is its own.
-    claim(index, ctx);
-    await index.load(ctx.tx, ctx.resources);
-  }
-  return index;
 }
 
 // ---- store helpers -----------------------------------------------------------------------------
@@ -354,61 +374,100 @@ function attributesOf(entity: Entity): Set<string> {
 // ---- the operations ----------------------------------------------------------------------------
 
 /**
- * Makes every link row of `policy` (as just written) exactly the entities its role lists select,
- * and records its role lists in the policy index. Call after writing the policy row.
+ * The link maintenance of one controller, over its policy index. The index is a cache like the
+ * others: it follows policy changes through the feed and a reset makes the next write reload it.
  */
-export async function refreshPolicyLinks(ctx: WriteContext, collection: PolicyCollection, policy: Entity): Promise<void> {
-  const spec = POLICY_SPECS[collection];
-  const index = await indexFor(ctx);
-  claim(index, ctx);
-  index.put(collection, policy.id, policy);
-  const semantic = String(policy.semantic);
-  for (const l of spec.lists) {
-    const want = await entitiesMatching(ctx.tx, l.kind, semantic, parseRoles(policy[l.field] as string[] | null));
-    const have = await column(ctx.tx, l.linkTable, l.linkColumn, 'policy_id', policy.id);
-    await syncRows(ctx.tx, l.linkTable, 'policy_id', policy.id, l.linkColumn, want, have);
+export class PolicyLinks implements Cache {
+  readonly name = 'policy-index';
+  private readonly index: PolicyIndex;
+
+  constructor(dialect: Dialect) {
+    this.index = new PolicyIndex(dialect);
   }
-}
 
-/**
- * Forgets a deleted policy. Its link rows go with it (foreign keys cascade); call after deleting it
- * so later entity writes do not select it.
- */
-export async function forgetPolicy(ctx: WriteContext, collection: PolicyCollection, policyId: string): Promise<void> {
-  const index = await indexFor(ctx);
-  claim(index, ctx);
-  index.put(collection, policyId, undefined);
-}
+  onChange(change: Change): void {
+    if (!(POLICY_COLLECTIONS as readonly string[]).includes(change.collection)) return;
+    const collection = change.collection as PolicyCollection;
+    let ids = this.index.stale.get(collection);
+    if (!ids) this.index.stale.set(collection, (ids = new Set()));
+    ids.add(change.id);
+  }
 
-/**
- * Makes the role attribute index rows of `entity` (as just written) its role attributes, and its
- * link rows exactly the policies that select it.
- */
-export async function refreshEntityLinks(ctx: WriteContext, kind: RoleKind, entity: Entity): Promise<void> {
-  const attributes = attributesOf(entity);
-  await syncAttributeIndex(ctx.tx, kind, entity.id, [...attributes]);
+  reset(): void {
+    this.index.loaded = false;
+  }
 
-  const index = await indexFor(ctx);
-  for (const l of LISTS_OF_KIND[kind]) {
-    const want = index.matching(l, entity.id, attributes);
-    const current = await column(ctx.tx, l.linkTable, 'policy_id', l.linkColumn, entity.id);
-    const added = difference(want, current);
-    if (added.length > 0) {
-      // Guards against a policy row removed without forgetPolicy: it must not be linked (nor fail
-      // the write on its foreign key), and the index drops it.
-      const present = await existingIds(ctx.tx, POLICY_SPECS[l.collection].table, added);
-      for (const p of added) {
-        if (present.has(p)) continue;
-        claim(index, ctx);
-        index.put(l.collection, p, undefined);
-        want.delete(p);
-      }
+  /** The index as `ctx`'s transaction may use it. */
+  private async indexFor(ctx: LinkContext): Promise<PolicyIndex> {
+    const index = this.index;
+    if (!index.loaded || (index.owner !== undefined && index.owner !== ctx.tx)) {
+      // What this transaction sees may include its own uncommitted writes, so the result is its own.
+      claim(index, ctx);
+      await index.load(ctx.tx);
+    } else if (index.stale.size > 0) {
+      claim(index, ctx);
+      await index.refresh(ctx.tx);
     }
-    await syncRows(ctx.tx, l.linkTable, l.linkColumn, entity.id, 'policy_id', want, current);
+    return index;
   }
-}
 
-/** Drops the role attribute index rows of a deleted entity (its link rows cascade). */
-export async function forgetEntity(ctx: WriteContext, kind: RoleKind, entityId: string): Promise<void> {
-  await ctx.tx.deleteFrom('role_attribute_index').where('kind', '=', kind).where('entity_id', '=', entityId).execute();
+  /**
+   * Makes every link row of `policy` (as just written) exactly the entities its role lists select,
+   * and records its role lists in the policy index. Call after writing the policy row.
+   */
+  async refreshPolicyLinks(ctx: LinkContext, collection: PolicyCollection, policy: Entity): Promise<void> {
+    const spec = POLICY_SPECS[collection];
+    const index = await this.indexFor(ctx);
+    claim(index, ctx);
+    index.put(collection, policy.id, policy);
+    const semantic = String(policy.semantic);
+    for (const l of spec.lists) {
+      const want = await entitiesMatching(ctx.tx, l.kind, semantic, parseRoles(policy[l.field] as string[] | null));
+      const have = await column(ctx.tx, l.linkTable, l.linkColumn, 'policy_id', policy.id);
+      await syncRows(ctx.tx, l.linkTable, 'policy_id', policy.id, l.linkColumn, want, have);
+    }
+  }
+
+  /**
+   * Forgets a deleted policy. Its link rows go with it (foreign keys cascade); call after deleting it
+   * so later entity writes do not select it.
+   */
+  async forgetPolicy(ctx: LinkContext, collection: PolicyCollection, policyId: string): Promise<void> {
+    const index = await this.indexFor(ctx);
+    claim(index, ctx);
+    index.put(collection, policyId, undefined);
+  }
+
+  /**
+   * Makes the role attribute index rows of `entity` (as just written) its role attributes, and its
+   * link rows exactly the policies that select it.
+   */
+  async refreshEntityLinks(ctx: LinkContext, kind: RoleKind, entity: Entity): Promise<void> {
+    const attributes = attributesOf(entity);
+    await syncAttributeIndex(ctx.tx, kind, entity.id, [...attributes]);
+
+    const index = await this.indexFor(ctx);
+    for (const l of LISTS_OF_KIND[kind]) {
+      const want = index.matching(l, entity.id, attributes);
+      const current = await column(ctx.tx, l.linkTable, 'policy_id', l.linkColumn, entity.id);
+      const added = difference(want, current);
+      if (added.length > 0) {
+        // Guards against a policy row removed without forgetPolicy: it must not be linked (nor fail
+        // the write on its foreign key), and the index drops it.
+        const present = await existingIds(ctx.tx, POLICY_SPECS[l.collection].table, added);
+        for (const p of added) {
+          if (present.has(p)) continue;
+          claim(index, ctx);
+          index.put(l.collection, p, undefined);
+          want.delete(p);
+        }
+      }
+      await syncRows(ctx.tx, l.linkTable, l.linkColumn, entity.id, 'policy_id', want, current);
+    }
+  }
+
+  /** Drops the role attribute index rows of a deleted entity (its link rows cascade). */
+  async forgetEntity(ctx: LinkContext, kind: RoleKind, entityId: string): Promise<void> {
+    await ctx.tx.deleteFrom('role_attribute_index').where('kind', '=', kind).where('entity_id', '=', entityId).execute();
+  }
 }

@@ -1,6 +1,6 @@
-import { field, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_NAME, defineResource } from './kit.js';
 
-export const apiSessions: ResourceDef = {
+export const apiSessions = defineResource({
   name: 'api-sessions',
   label: 'API session',
   table: 'api_sessions',
@@ -8,6 +8,7 @@ export const apiSessions: ResourceDef = {
   operations: ['list', 'get', 'delete'],
   operationIds: { list: 'listAPISessions', get: 'detailAPISessions', delete: 'deleteAPISessions' },
   links: ['sessions'],
+  owner: 'identityId',
   fields: {
     tokenHash: field.string('SHA-256 of the token', { readOnly: true, writeOnly: true, required: 'always', unique: true, maxLength: 128 }),
     identityId: field.ref('identities', 'the authenticated identity', {
@@ -25,4 +26,4 @@ export const apiSessions: ResourceDef = {
     isCertExtendable: field.boolean('authenticated by an extendable certificate', { readOnly: true, default: false }),
     improperClientCertChain: field.boolean('the client sent a chain that does not verify', { readOnly: true, default: false }),
   },
-};
+});

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { field, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_NAME, defineResource } from './kit.js';
 
 const SignerIds = Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: MAX_NAME }), { maxItems: 100 }), Type.Null()]);
 
@@ -61,7 +61,7 @@ export interface AuthPolicyRules {
 
 export const DEFAULT_AUTH_POLICY_ID = 'default';
 
-export const authPolicies: ResourceDef = {
+export const authPolicies = defineResource({
   name: 'auth-policies',
   label: 'auth policy',
   table: 'auth_policies',
@@ -83,4 +83,4 @@ export const authPolicies: ResourceDef = {
       default: DEFAULT_SECONDARY,
     }),
   },
-};
+});

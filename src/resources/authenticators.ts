@@ -1,13 +1,14 @@
-import { field, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_NAME, defineResource } from './kit.js';
 
 export const MAX_CERT_PEM = 16 * 1024;
 
-export const authenticators: ResourceDef = {
+export const authenticators = defineResource({
   name: 'authenticators',
   label: 'authenticator',
   table: 'authenticators',
   permission: 'identity',
   links: ['identities'],
+  owner: 'identityId',
   fields: {
     method: field.enum(['updb', 'cert'], 'updb (username and password) or cert', { required: 'create', createOnly: true }),
     identityId: field.ref('identities', 'the identity it authenticates', {
@@ -34,4 +35,4 @@ export const authenticators: ResourceDef = {
     passwordHash: field.string('Argon2id PHC string', { readOnly: true, writeOnly: true, nullable: true, maxLength: 512 }),
     failedAttempts: field.integer('consecutive failed logins', { readOnly: true, writeOnly: true, default: 0 }),
   },
-};
+});

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { field, MAX_KEY, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_KEY, MAX_NAME, defineResource } from './kit.js';
 import { IDENTITY_TYPES } from './identity-types.js';
 import { PERMISSIONS } from './permissions.js';
 
@@ -21,7 +21,7 @@ export const EnrollmentCreateSchema = Type.Object({
   updb: Type.Optional(Type.String({ minLength: 4, maxLength: 100 })),
 });
 
-export const identities: ResourceDef = {
+export const identities = defineResource({
   name: 'identities',
   label: 'identity',
   table: 'identities',
@@ -98,4 +98,4 @@ export const identities: ResourceDef = {
       filterable: false,
     }),
   },
-};
+});

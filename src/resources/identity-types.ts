@@ -1,8 +1,8 @@
-import { field, type ResourceDef } from './kit.js';
+import { field, defineResource } from './kit.js';
 
 export const IDENTITY_TYPES = ['User', 'Device', 'Service', 'Router', 'Default'] as const;
 
-export const identityTypes: ResourceDef = {
+export const identityTypes = defineResource({
   name: 'identity-types',
   label: 'identity type',
   table: 'identity_types',
@@ -11,4 +11,4 @@ export const identityTypes: ResourceDef = {
   fields: {
     name: field.name('name of the identity type'),
   },
-};
+});

@@ -7,14 +7,14 @@ import { authenticators } from './authenticators.js';
 import { identities } from './identities.js';
 import { identityTypes } from './identity-types.js';
 import { configs, configTypes, services, terminators } from './services.js';
-import { edgeRouters, routers } from './routers.js';
+import { edgeRouters, routers, transitRouters } from './routers.js';
 import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from './policies.js';
 import { postureChecks, postureCheckTypes } from './posture-checks.js';
 import { controllers, controllerSettings, revocations } from './operations.js';
 import { sessions } from './sessions.js';
 
 /** Every resource with a table of its own (transit-routers share the routers table). */
-export const resourceDefs: readonly ResourceDef[] = [
+export const resourceDefs = [
   identityTypes,
   authPolicies,
   identities,
@@ -35,7 +35,13 @@ export const resourceDefs: readonly ResourceDef[] = [
   controllerSettings,
   controllers,
   sessions,
-];
+] as const satisfies readonly ResourceDef[];
+
+/** Every resource, those sharing a table included. */
+export const allResourceDefs = [...resourceDefs, transitRouters] as const satisfies readonly ResourceDef[];
+
+/** The name of a resource of the controller: a collection of its own. */
+export type ResourceName = (typeof allResourceDefs)[number]['name'];
 
 export function tableOf(collection: string): string {
   const def = resourceDefs.find((d) => d.name === collection);

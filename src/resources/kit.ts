@@ -59,9 +59,9 @@ export interface FieldDef {
 export type Operation = 'list' | 'get' | 'create' | 'update' | 'patch' | 'delete';
 export const ALL_OPERATIONS: readonly Operation[] = ['list', 'get', 'create', 'update', 'patch', 'delete'];
 
-export interface ResourceDef {
+export interface ResourceDef<Name extends string = string> {
   /** The collection: URL segment and the `entity` of references, e.g. `service-policies`. */
-  name: string;
+  name: Name;
   /** What one of it is called in messages, e.g. `service policy`. */
   label: string;
   table: string;
@@ -79,6 +79,13 @@ export interface ResourceDef {
   idFrom?: string;
   /** operationIds of endpoints.md that do not follow `<verb><Label>` / `list<Name>`. */
   operationIds?: Partial<Record<Operation, string>>;
+  /** The field naming the identity a record belongs to: the changes of a record carry it as ownerId. */
+  owner?: string;
+}
+
+/** A definition keeping its name as a literal type, so the names of all of them form a union. */
+export function defineResource<const Name extends string>(def: ResourceDef<Name>): ResourceDef<Name> {
+  return def;
 }
 
 export const MAX_STRING = 1024;

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { field, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_NAME, defineResource } from './kit.js';
 
-export const revocations: ResourceDef = {
+export const revocations = defineResource({
   name: 'revocations',
   label: 'revocation',
   table: 'revocations',
@@ -18,9 +18,9 @@ export const revocations: ResourceDef = {
     type: field.enum(['JTI', 'IDENTITY', 'API_SESSION'], 'kind of id', { required: 'create', createOnly: true }),
     expiresAt: field.datetime('when the revocation can be forgotten (the longest token lifetime)', { readOnly: true, nullable: true }),
   },
-};
+});
 
-export const controllerSettings: ResourceDef = {
+export const controllerSettings = defineResource({
   name: 'controller-settings',
   label: 'controller setting',
   table: 'controller_settings',
@@ -39,9 +39,9 @@ export const controllerSettings: ResourceDef = {
       filterable: false,
     }),
   },
-};
+});
 
-export const controllers: ResourceDef = {
+export const controllers = defineResource({
   name: 'controllers',
   label: 'controller',
   table: 'controllers',
@@ -57,4 +57,4 @@ export const controllers: ResourceDef = {
     lastJoinedAt: field.datetime('last start', { readOnly: true, nullable: true }),
     apiAddresses: field.json(Type.Record(Type.String(), Type.Unknown()), 'API addresses per binding', { readOnly: true, default: {}, filterable: false }),
   },
-};
+});

@@ -1,10 +1,10 @@
-import { field, type ResourceDef } from './kit.js';
+import { field, defineResource } from './kit.js';
 
 export const SEMANTICS = ['AllOf', 'AnyOf'] as const;
 
 const semantic = field.enum(SEMANTICS, 'how #attribute roles combine', { required: 'always' });
 
-export const servicePolicies: ResourceDef = {
+export const servicePolicies = defineResource({
   name: 'service-policies',
   label: 'service policy',
   table: 'service_policies',
@@ -19,9 +19,9 @@ export const servicePolicies: ResourceDef = {
     serviceRoles: field.roles('services it grants'),
     postureCheckRoles: field.roles('posture checks a session must pass'),
   },
-};
+});
 
-export const edgeRouterPolicies: ResourceDef = {
+export const edgeRouterPolicies = defineResource({
   name: 'edge-router-policies',
   label: 'edge router policy',
   table: 'edge_router_policies',
@@ -35,9 +35,9 @@ export const edgeRouterPolicies: ResourceDef = {
     edgeRouterRoles: field.roles('edge routers the identities may use'),
     identityRoles: field.roles('identities it applies to'),
   },
-};
+});
 
-export const serviceEdgeRouterPolicies: ResourceDef = {
+export const serviceEdgeRouterPolicies = defineResource({
   name: 'service-edge-router-policies',
   label: 'service edge router policy',
   table: 'service_edge_router_policies',
@@ -50,4 +50,4 @@ export const serviceEdgeRouterPolicies: ResourceDef = {
     edgeRouterRoles: field.roles('edge routers that may carry the services'),
     serviceRoles: field.roles('services it applies to'),
   },
-};
+});

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { field, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_NAME, defineResource } from './kit.js';
 
 export const POSTURE_CHECK_TYPES = ['OS', 'PROCESS', 'PROCESS_MULTI', 'DOMAIN', 'MAC', 'MFA'] as const;
 export const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 'macOS'] as const;
@@ -24,7 +24,7 @@ export const ProcessMultiSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const postureCheckTypes: ResourceDef = {
+export const postureCheckTypes = defineResource({
   name: 'posture-check-types',
   label: 'posture check type',
   table: 'posture_check_types',
@@ -37,10 +37,10 @@ export const postureCheckTypes: ResourceDef = {
       filterable: false,
     }),
   },
-};
+});
 
 /** One table for every kind of check; each kind's fields are null on the others. */
-export const postureChecks: ResourceDef = {
+export const postureChecks = defineResource({
   name: 'posture-checks',
   label: 'posture check',
   table: 'posture_checks',
@@ -75,4 +75,4 @@ export const postureChecks: ResourceDef = {
     promptOnUnlock: field.boolean('MFA: ask again when the device is unlocked', { nullable: true }),
     ignoreLegacyEndpoints: field.boolean('MFA: do not apply to legacy clients', { nullable: true }),
   },
-};
+});

@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import { field, MAX_LIST, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_LIST, MAX_NAME, defineResource } from './kit.js';
 
 const Json = Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
 
-export const edgeRouters: ResourceDef = {
+export const edgeRouters = defineResource({
   name: 'edge-routers',
   label: 'edge router',
   table: 'edge_routers',
@@ -34,7 +34,7 @@ export const edgeRouters: ResourceDef = {
       filterable: false,
     }),
   },
-};
+});
 
 const routerFields = {
   name: field.name(),
@@ -48,17 +48,17 @@ const routerFields = {
 };
 
 /** Fabric routers without edge functions, served at /routers and /transit-routers. */
-export const routers: ResourceDef = {
+export const routers = defineResource({
   name: 'routers',
   label: 'router',
   table: 'routers',
   permission: 'router',
   fields: routerFields,
-};
+});
 
-export const transitRouters: ResourceDef = {
+export const transitRouters = defineResource({
   ...routers,
   name: 'transit-routers',
   label: 'transit router',
   operationIds: { list: 'listTransitRouters' },
-};
+});

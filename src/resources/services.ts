@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import { field, MAX_LIST, MAX_NAME, type ResourceDef } from './kit.js';
+import { field, MAX_LIST, MAX_NAME, defineResource } from './kit.js';
 
 export const TERMINATOR_PRECEDENCES = ['default', 'required', 'failed'] as const;
 
-export const configTypes: ResourceDef = {
+export const configTypes = defineResource({
   name: 'config-types',
   label: 'config type',
   table: 'config_types',
@@ -18,9 +18,9 @@ export const configTypes: ResourceDef = {
     }),
     target: field.enum(['service', 'router'], 'what configs of this type configure', { default: 'service' }),
   },
-};
+});
 
-export const configs: ResourceDef = {
+export const configs = defineResource({
   name: 'configs',
   label: 'config',
   table: 'configs',
@@ -34,9 +34,9 @@ export const configs: ResourceDef = {
       filterable: false,
     }),
   },
-};
+});
 
-export const services: ResourceDef = {
+export const services = defineResource({
   name: 'services',
   label: 'service',
   table: 'services',
@@ -55,9 +55,9 @@ export const services: ResourceDef = {
     roleAttributes: field.roleAttributes(),
     terminatorStrategy: field.string('how a terminator is chosen', { maxLength: MAX_NAME, default: 'smartrouting' }),
   },
-};
+});
 
-export const terminators: ResourceDef = {
+export const terminators = defineResource({
   name: 'terminators',
   label: 'terminator',
   table: 'terminators',
@@ -89,4 +89,4 @@ export const terminators: ResourceDef = {
     }),
     identitySecretHash: field.string('SHA-256 of the secret', { readOnly: true, writeOnly: true, nullable: true, maxLength: 128 }),
   },
-};
+});

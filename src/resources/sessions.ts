@@ -1,4 +1,4 @@
-import { field, type ResourceDef } from './kit.js';
+import { field, defineResource } from './kit.js';
 
 export const SESSION_TYPES = ['Dial', 'Bind'] as const;
 export type SessionType = (typeof SESSION_TYPES)[number];
@@ -8,13 +8,14 @@ export type SessionType = (typeof SESSION_TYPES)[number];
  * (POST /sessions on the Client API); nothing of it is written through the generic routes. Its
  * token is a JWT signed by the controller, never stored.
  */
-export const sessions: ResourceDef = {
+export const sessions = defineResource({
   name: 'sessions',
   label: 'session',
   table: 'sessions',
   permission: null,
   operations: ['list', 'get', 'delete'],
   links: ['route-path'],
+  owner: 'identityId',
   fields: {
     apiSessionId: field.ref('api-sessions', 'the API session it belongs to; it ends with it', {
       readOnly: true,
@@ -33,4 +34,4 @@ export const sessions: ResourceDef = {
     }),
     type: field.enum(SESSION_TYPES, 'Dial or Bind', { readOnly: true, required: 'always' }),
   },
-};
+});
