@@ -136,11 +136,7 @@ export class ApiSessions {
 
   async setMfaComplete(session: ApiSession): Promise<void> {
     session.isMfaComplete = true;
-    await this.store.db
-      .updateTable(this.repo.table)
-      .set(this.repo.toRow({ isMfaComplete: true, updatedAt: iso(this.clock()) }))
-      .where('id', '=', session.id)
-      .execute();
+    await this.kernel.write((ctx) => ctx.update('api-sessions', session.id, { isMfaComplete: true, updatedAt: ctx.now }, session.identityId));
   }
 
   /** The session with this id from memory, else from the store; undefined when there is none. */
@@ -184,14 +180,8 @@ export class ApiSessions {
   async flush(): Promise<number> {
     const dirty = [...this.byId.values()].filter((s) => s.lastActivityAt !== s.storedActivityAt);
     if (dirty.length === 0) return 0;
-    await this.store.transaction(async (tx) => {
-      for (const s of dirty) {
-        await tx
-          .updateTable(this.repo.table)
-          .set(this.repo.toRow({ lastActivityAt: iso(s.lastActivityAt) }))
-          .where('id', '=', s.id)
-          .execute();
-      }
+    await this.kernel.write(async (ctx) => {
+      for (const s of dirty) await ctx.update('api-sessions', s.id, { lastActivityAt: iso(s.lastActivityAt) }, s.identityId);
     });
     for (const s of dirty) s.storedActivityAt = s.lastActivityAt;
     return dirty.length;

@@ -4,16 +4,28 @@
 // The current password asked for before an identity changes its own authenticator is checked here
 // too, so its failures count the same way.
 import type { X509Certificate } from 'node:crypto';
+import type { Logger } from 'pino';
 import { fingerprintOfCertificate } from '../pki/index.js';
 import { ApiError } from '../errors.js';
-import { iso } from '../clock.js';
-import type { Core } from '../app/core.js';
-import { policyRules } from '../domain/auth-policies.js';
+import { iso, type Clock } from '../clock.js';
+import type { Kernel } from '../kernel/kernel.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
-import { clearWrongPasswords, countWrongPassword } from '../domain/authenticators.js';
 import type { Entity } from '../store/repository.js';
-import type { ApiSession } from './api-sessions.js';
+import type { ApiSession, ApiSessions } from './api-sessions.js';
+import type { IdentityDirectory } from './identity-directory.js';
+import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lockout.js';
 import { hashPassword, verifyPassword } from './passwords.js';
+import type { FailureThrottle } from './throttle.js';
+
+/** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
+export interface LoginDeps {
+  kernel: Kernel;
+  clock: Clock;
+  log: Pick<Logger, 'warn'>;
+  identities: IdentityDirectory;
+  sessions: ApiSessions;
+  loginThrottle: FailureThrottle;
+}
 
 export type LoginMethod = 'password' | 'cert' | 'ext-jwt';
 export const LOGIN_METHODS: readonly LoginMethod[] = ['password', 'cert', 'ext-jwt'];
@@ -50,7 +62,7 @@ function invalidAuth(message = 'the credentials are not valid'): ApiError {
   return new ApiError('INVALID_AUTH', message);
 }
 
-export async function login(core: Core, req: LoginRequest): Promise<LoginResult> {
+export async function login(core: LoginDeps, req: LoginRequest): Promise<LoginResult> {
   return openSession(core, req, await authenticatePrimary(core, req));
 }
 
@@ -59,7 +71,7 @@ export async function login(core: Core, req: LoginRequest): Promise<LoginResult>
  * failures counted; answers the identity, its authenticator and its policy rules, or throws
  * INVALID_AUTH.
  */
-export async function authenticatePrimary(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
+export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
   return throttled(core, keys, () =>
     req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(),
@@ -71,7 +83,7 @@ export async function authenticatePrimary(core: Core, req: PrimaryCredentials): 
  * wrong one counts as a failed login does (the throttle of the address and the account, and the
  * auth policy's lockout), so a stolen session cannot guess its way to the account's password.
  */
-export async function checkCurrentPassword(core: Core, authenticator: Entity, password: string, ipAddress: string): Promise<void> {
+export async function checkCurrentPassword(core: LoginDeps, authenticator: Entity, password: string, ipAddress: string): Promise<void> {
   await throttled(core, [`ip:${ipAddress}`, `user:${String(authenticator.username)}`], async () => {
     const check = await verifyPassword(authenticator.passwordHash as string | null, password);
     if (!check.ok) {
@@ -81,7 +93,7 @@ export async function checkCurrentPassword(core: Core, authenticator: Entity, pa
         reason: 'is not correct',
       });
     }
-    if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.store.db, authenticator.id);
+    if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.kernel, authenticator.id, authenticator.identityId as string);
   });
 }
 
@@ -90,7 +102,7 @@ export async function checkCurrentPassword(core: Core, authenticator: Entity, pa
  * runs, so checks at the same time cannot exceed the budget; INVALID_AUTH counts as a failure,
  * anything else gives the place back.
  */
-async function throttled<T>(core: Core, keys: string[], check: () => Promise<T>): Promise<T> {
+async function throttled<T>(core: LoginDeps, keys: string[], check: () => Promise<T>): Promise<T> {
   const admission = await core.loginThrottle.admit(keys);
   if (!admission.attempt) {
     throw new ApiError('SERVER_TOO_MANY_REQUESTS', 'too many failed logins; try again later', undefined, {
@@ -109,9 +121,9 @@ async function throttled<T>(core: Core, keys: string[], check: () => Promise<T>)
   }
 }
 
-async function byPassword(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
-  const authenticators = core.resources.get('authenticators').repo;
-  const row = await core.store.db
+async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
+  const authenticators = core.kernel.repo('authenticators');
+  const row = await core.kernel.store.db
     .selectFrom('authenticators')
     .selectAll()
     .where('username', '=', req.username ?? '')
@@ -127,32 +139,39 @@ async function byPassword(core: Core, req: PrimaryCredentials): Promise<PrimaryA
     throw invalidAuth();
   }
   const identity = await usableIdentity(core, authenticator);
-  const rules = await policyRules(core.resources, core.store.db, identity.authPolicyId as string);
+  const rules = await rulesOf(core, identity);
   if (!rules.primary.updb.allowed) throw invalidAuth('the auth policy does not allow password logins');
-  if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.store.db, authenticator.id);
-  if (check.needsRehash) await authenticators.update(core.store.db, authenticator.id, { passwordHash: await hashPassword(req.password ?? '') });
+  if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.kernel, authenticator.id, identity.id);
+  if (check.needsRehash) {
+    const passwordHash = await hashPassword(req.password ?? '');
+    await core.kernel.write((ctx) => ctx.update('authenticators', authenticator.id, { passwordHash }, identity.id));
+  }
   return { identity, authenticator, rules };
 }
 
-async function countFailure(core: Core, authenticator: Entity): Promise<void> {
-  const locked = await countWrongPassword(core.resources, core.clock, authenticator.id);
+function rulesOf(core: LoginDeps, identity: Entity): Promise<AuthPolicyRules> {
+  return authPolicyRules(core.kernel.repo('auth-policies'), core.kernel.store.db, identity.authPolicyId as string);
+}
+
+async function countFailure(core: LoginDeps, authenticator: Entity): Promise<void> {
+  const locked = await countWrongPassword(core.kernel, core.clock, authenticator.id);
   if (locked) core.log.warn({ identityId: locked }, 'identity locked after wrong passwords');
 }
 
-async function byCertificate(core: Core, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
+async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const cert = req.peerCertificate;
   if (!cert) throw invalidAuth('no client certificate was presented');
   const fingerprint = fingerprintOfCertificate(cert);
-  const row = await core.store.db
+  const row = await core.kernel.store.db
     .selectFrom('authenticators')
     .selectAll()
     .where('fingerprint', '=', fingerprint)
     .where('method', '=', 'cert')
     .executeTakeFirst();
   if (!row) throw invalidAuth('the client certificate belongs to no identity');
-  const authenticator = core.resources.get('authenticators').repo.fromRow(row as Record<string, unknown>);
+  const authenticator = core.kernel.repo('authenticators').fromRow(row as Record<string, unknown>);
   const identity = await usableIdentity(core, authenticator);
-  const rules = await policyRules(core.resources, core.store.db, identity.authPolicyId as string);
+  const rules = await rulesOf(core, identity);
   if (!rules.primary.cert.allowed) throw invalidAuth('the auth policy does not allow certificate logins');
   const now = core.clock();
   if (now < Date.parse(cert.validFrom)) throw invalidAuth('the client certificate is not valid yet');
@@ -167,21 +186,22 @@ async function byExternalJwt(): Promise<never> {
   throw invalidAuth('no external JWT signer accepts the token');
 }
 
-async function usableIdentity(core: Core, authenticator: Entity): Promise<Entity> {
-  const identity = await core.resources.get('identities').repo.get(core.store.db, authenticator.identityId as string);
+async function usableIdentity(core: LoginDeps, authenticator: Entity): Promise<Entity> {
+  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, authenticator.identityId as string);
   if (!identity) throw invalidAuth();
   const state = await core.identities.get(identity.id);
   if (!state || core.identities.isDisabled(state)) throw invalidAuth('the identity is disabled');
   return identity;
 }
 
-async function openSession(core: Core, req: LoginRequest, { identity, authenticator, rules }: PrimaryAuthentication): Promise<LoginResult> {
+async function openSession(core: LoginDeps, req: LoginRequest, { identity, authenticator, rules }: PrimaryAuthentication): Promise<LoginResult> {
   if (req.envInfo || req.sdkInfo) {
-    await core.resources.get('identities').repo.update(core.store.db, identity.id, {
+    const values = {
       ...(req.envInfo ? { envInfo: req.envInfo } : {}),
       ...(req.sdkInfo ? { sdkInfo: req.sdkInfo } : {}),
       updatedAt: iso(core.clock()),
-    });
+    };
+    await core.kernel.write((ctx) => ctx.update('identities', identity.id, values));
   }
   const { session, token } = await core.sessions.create({
     identityId: identity.id,

@@ -1,17 +1,13 @@
 // Authenticators beyond CRUD: the rules of each method, password hashing under the identity's
-// auth policy, certificate fingerprints, and the count of wrong passwords that locks an identity.
-// Passwords and hashes never leave this module.
-import { sql } from 'kysely';
+// auth policy and certificate fingerprints (the count of wrong passwords that locks an identity is
+// auth/lockout.ts). Passwords and hashes never leave this module.
 import { ApiError, fieldError } from '../errors.js';
-import type { Clock } from '../clock.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
-import { isDisabledAt } from '../auth/identity-directory.js';
 import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
-import type { Executor } from '../store/store.js';
-import type { ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import type { ResourceBehaviour, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
-import { assertMayManage, markDisabled } from './identities.js';
+import { assertMayManage } from './identities.js';
 
 function certificateFingerprint(pem: unknown): string {
   if (typeof pem !== 'string' || pem.trim() === '') throw fieldError('certPem', 'is required for method cert');
@@ -69,42 +65,4 @@ export function authenticatorBehaviour(): ResourceBehaviour {
       await assertMayManage(ctx, prev.identityId as string);
     },
   };
-}
-
-/**
- * Counts one wrong password against an authenticator and applies the identity's auth policy, in
- * one transaction: the count is taken in the store (not read, raised and written back), so
- * guesses that arrive together each count. At `maxAttempts` (0: never) the identity is disabled
- * for `lockoutDurationMinutes` (0: until enabled) and the count starts again. Guesses at an
- * identity that is disabled already count nothing. Answers the id of the identity it locked.
- */
-export async function countWrongPassword(resources: Resources, clock: Clock, authenticatorId: string): Promise<string | undefined> {
-  return resources.write(async (ctx) => {
-    const owner = await ctx.tx
-      .selectFrom('authenticators')
-      .select('identity_id')
-      .where('id', '=', authenticatorId)
-      .executeTakeFirst();
-    const identity = owner && (await resources.get('identities').repo.get(ctx.tx, owner.identity_id as string));
-    if (!identity) return undefined;
-    const now = clock();
-    const disabledUntil = typeof identity.disabledUntil === 'string' ? Date.parse(identity.disabledUntil) : null;
-    if (isDisabledAt({ disabled: identity.disabled === true, disabledUntil }, now)) return undefined;
-    const { maxAttempts, lockoutDurationMinutes } = (await policyRules(resources, ctx.tx, identity.authPolicyId as string)).primary.updb;
-    const counted = await ctx.tx
-      .updateTable('authenticators')
-      .set({ failed_attempts: sql`failed_attempts + 1` })
-      .where('id', '=', authenticatorId)
-      .returning('failed_attempts')
-      .executeTakeFirstOrThrow();
-    if (maxAttempts <= 0 || Number(counted.failed_attempts) < maxAttempts) return undefined;
-    await ctx.tx.updateTable('authenticators').set({ failed_attempts: 0 }).where('identity_id', '=', identity.id).execute();
-    await markDisabled(ctx, identity.id, now, lockoutDurationMinutes);
-    return identity.id;
-  });
-}
-
-/** A right password ends a run of wrong ones: the count starts again. */
-export async function clearWrongPasswords(ex: Executor, authenticatorId: string): Promise<void> {
-  await ex.updateTable('authenticators').set({ failed_attempts: 0 }).where('id', '=', authenticatorId).where('failed_attempts', '>', 0).execute();
 }

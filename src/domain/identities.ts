@@ -2,7 +2,8 @@
 // disable / enable taking effect on live sessions at once.
 import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
-import { iso, type Clock } from '../clock.js';
+import type { Clock } from '../clock.js';
+import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
 import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
 /**
@@ -110,30 +111,12 @@ export async function disableIdentity(
   }, actor);
 }
 
-/**
- * Disables an identity inside a write, from `now` for `minutes` (0: until enabled); answers false
- * when there is no such identity.
- */
-export async function markDisabled(ctx: WriteContext, id: string, now: number, minutes: number): Promise<boolean> {
-  const values = {
-    disabled: true,
-    disabledAt: iso(now),
-    disabledUntil: minutes > 0 ? iso(now + minutes * 60_000) : null,
-    updatedAt: ctx.now,
-  };
-  if (!(await ctx.resources.get('identities').repo.update(ctx.tx, id, values))) return false;
-  ctx.changed({ collection: 'identities', kind: 'update', id });
-  return true;
-}
-
 export async function enableIdentity(resources: Resources, id: string, actor?: Actor): Promise<void> {
-  const repo = resources.get('identities').repo;
   await resources.write(async (ctx) => {
     await assertMayManage(ctx, id);
     const values = { disabled: false, disabledAt: null, disabledUntil: null, updatedAt: ctx.now };
-    if (!(await repo.update(ctx.tx, id, values))) throw notFound('identity', id);
-    await ctx.tx.updateTable('authenticators').set({ failed_attempts: 0 }).where('identity_id', '=', id).execute();
-    ctx.changed({ collection: 'identities', kind: 'update', id });
+    if (!(await ctx.update('identities', id, values))) throw notFound('identity', id);
+    await resetWrongPasswords(ctx, id);
   }, actor);
 }
 

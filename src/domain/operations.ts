@@ -248,6 +248,7 @@ async function ensureControllerId(ctx: WriteContext): Promise<string> {
   const value = ctx.resources.store.dialect.toDb('json', id);
   await ctx.tx.deleteFrom('controller_state').where('key', '=', CONTROLLER_ID_KEY).execute();
   await ctx.tx.insertInto('controller_state').values({ key: CONTROLLER_ID_KEY, value, updated_at: ctx.now }).execute();
+  ctx.changed({ collection: 'controller-state', kind: 'create', id: CONTROLLER_ID_KEY });
   return id;
 }
 

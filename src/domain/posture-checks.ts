@@ -161,7 +161,7 @@ export async function seedPostureCheckTypes(ctx: WriteContext): Promise<void> {
   const types = ctx.resources.get('posture-check-types').repo;
   for (const id of POSTURE_CHECK_TYPES) {
     if (await types.exists(ctx.tx, id)) continue;
-    await types.insert(ctx.tx, {
+    await ctx.insert('posture-check-types', {
       id,
       createdAt: ctx.now,
       updatedAt: ctx.now,

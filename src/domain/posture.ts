@@ -536,7 +536,7 @@ export class PostureStore {
         const g = this.generation(who.apiSessionId);
         this.generations.set(who.apiSessionId, { generation: g.generation + 1, at: now });
       });
-      if (moved) ctx.changed({ collection: 'posture-data', kind: 'update', id: who.apiSessionId, ownerId: who.identityId });
+      ctx.changed({ collection: 'posture-data', kind: 'update', id: who.apiSessionId, ownerId: who.identityId });
     });
   }
 
@@ -629,11 +629,12 @@ export class PostureStore {
 
   /** Records a refused session request; only the newest KEPT_FAILURES of an identity are kept. */
   async recordFailure(identityId: string, failure: PostureFailure): Promise<void> {
-    await this.store.transaction(async (tx) => {
+    const id = newId();
+    await this.kernel.write(async ({ tx, changed }) => {
       await tx
         .insertInto('failed_service_requests')
         .values({
-          id: newId(),
+          id,
           identity_id: identityId,
           api_session_id: failure.apiSessionId,
           service_id: failure.serviceId,
@@ -650,7 +651,14 @@ export class PostureStore {
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .limit(KEPT_FAILURES);
-      await tx.deleteFrom('failed_service_requests').where('identity_id', '=', identityId).where('id', 'not in', keep).execute();
+      const dropped = await tx
+        .deleteFrom('failed_service_requests')
+        .where('identity_id', '=', identityId)
+        .where('id', 'not in', keep)
+        .returning('id')
+        .execute();
+      changed({ collection: 'posture-failures', kind: 'create', id, ownerId: identityId });
+      for (const r of dropped) changed({ collection: 'posture-failures', kind: 'delete', id: String(r.id), ownerId: identityId });
     });
   }
 

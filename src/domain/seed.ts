@@ -32,11 +32,11 @@ export async function seed(resources: Resources, opts: SeedOptions): Promise<{ a
     const base = { createdAt: ctx.now, updatedAt: ctx.now, tags: {} };
     const types = resources.get('identity-types').repo;
     for (const name of IDENTITY_TYPES) {
-      if (!(await types.exists(ctx.tx, name))) await types.insert(ctx.tx, { ...base, id: name, name });
+      if (!(await types.exists(ctx.tx, name))) await ctx.insert('identity-types', { ...base, id: name, name });
     }
     const policies = resources.get('auth-policies').repo;
     if (!(await policies.exists(ctx.tx, DEFAULT_AUTH_POLICY_ID))) {
-      await policies.insert(ctx.tx, {
+      await ctx.insert('auth-policies', {
         ...base,
         id: DEFAULT_AUTH_POLICY_ID,
         name: 'Default',
@@ -49,7 +49,7 @@ export async function seed(resources: Resources, opts: SeedOptions): Promise<{ a
     await seedPostureCheckTypes(ctx);
     if (!needsAdmin || (await findAdmin(ctx.tx))) return;
     const identityId = newId();
-    await resources.get('identities').repo.insert(ctx.tx, {
+    await ctx.insert('identities', {
       ...base,
       id: identityId,
       name: 'Default Admin',
@@ -68,7 +68,7 @@ export async function seed(resources: Resources, opts: SeedOptions): Promise<{ a
       sdkInfo: {},
       interfaces: [],
     });
-    await resources.get('authenticators').repo.insert(ctx.tx, {
+    await ctx.insert('authenticators', {
       ...base,
       id: newId(),
       method: 'updb',

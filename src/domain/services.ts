@@ -482,19 +482,18 @@ export async function seedConfigTypes(ctx: WriteContext): Promise<void> {
     const existing = await repo.get(ctx.tx, seeded.id);
     if (existing) {
       if (json(existing.schema) !== json(seeded.schema) || existing.name !== seeded.name || existing.target !== seeded.target) {
-        await repo.update(ctx.tx, seeded.id, {
+        await ctx.update('config-types', seeded.id, {
           name: seeded.name,
           schema: seeded.schema,
           target: seeded.target,
           updatedAt: ctx.now,
         });
-        ctx.changed({ collection: 'config-types', kind: 'update', id: seeded.id });
       }
       continue;
     }
     const sameName = await ctx.tx.selectFrom('config_types').select('id').where('name', '=', seeded.name).executeTakeFirst();
     if (sameName) continue;
-    await repo.insert(ctx.tx, {
+    await ctx.insert('config-types', {
       id: seeded.id,
       createdAt: ctx.now,
       updatedAt: ctx.now,

@@ -5,6 +5,7 @@ import type { CompiledQuery } from 'kysely';
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
 import { hashToken, newToken } from '../auth/tokens.js';
+import type { Kernel } from '../kernel/kernel.js';
 import type { Store } from '../store/store.js';
 
 export interface Grant {
@@ -76,16 +77,19 @@ export class Grants {
    * or a grant gone, fails there), so a stale entry can never let a token through twice.
    */
   private readonly remembered = new Map<string, Remembered>();
+  private readonly store: Store;
 
   constructor(
-    private readonly store: Store,
+    /** Every write goes through the kernel, which announces it as a change of `oidc-grants`. */
+    private readonly kernel: Kernel,
     private readonly clock: Clock,
     /** Lifetime of each refresh token, ms. */
     private readonly lifetime: number,
     /** Current refresh tokens remembered at most. */
     private readonly maxRemembered = MAX_REMEMBERED,
   ) {
-    const db = store.db;
+    this.store = kernel.store;
+    const db = this.store.db;
     this.q = {
       find: template(
         db
@@ -124,7 +128,7 @@ export class Grants {
     const grant: Grant = { ...values, id: newUuid(), expiresAt: now + this.lifetime };
     const refreshToken = newToken();
     const d = this.store.dialect;
-    await this.store.transaction(async (tx) => {
+    await this.kernel.write(async ({ tx, changed }) => {
       await tx
         .insertInto('oidc_grants')
         .values({
@@ -140,6 +144,7 @@ export class Grants {
         })
         .execute();
       await tx.executeQuery(this.q.insert({ ':hash': hashToken(refreshToken), ':grant': grant.id, ':now': iso(now), ':expires': iso(grant.expiresAt) }));
+      changed({ collection: 'oidc-grants', kind: 'create', id: grant.id, ownerId: grant.identityId });
     });
     this.remember(hashToken(refreshToken), { grant, createdAt: now, expiresAt: grant.expiresAt });
     return { grant, refreshToken };
@@ -199,7 +204,7 @@ export class Grants {
         // A token twice in one batch: the first use rotates it, the second is reuse.
         const first = new Map<string, Rotation>();
         for (const r of batch) if (!first.has(r.hash)) first.set(r.hash, r);
-        const rotated = await this.store.transaction(async (tx) => {
+        const rotated = await this.kernel.write(async ({ tx, changed }) => {
           const now = batch[batch.length - 1]!.now;
           const rows = await tx
             .updateTable('oidc_refresh_tokens')
@@ -217,6 +222,7 @@ export class Grants {
               .execute();
             // Each grant lives as long as its current token (the one not rotated; the rotations of
             // one batch may have been asked for at different times).
+            const grants = [...new Set(winners.map((r) => r.grantId))];
             await tx
               .updateTable('oidc_grants')
               .set((eb) => ({
@@ -227,8 +233,9 @@ export class Grants {
                   .where('t.rotated_at', 'is', null)
                   .limit(1),
               }))
-              .where('id', 'in', [...new Set(winners.map((r) => r.grantId))])
+              .where('id', 'in', grants)
               .execute();
+            for (const id of grants) changed({ collection: 'oidc-grants', kind: 'update', id });
           }
           return done;
         });
@@ -254,7 +261,10 @@ export class Grants {
   /** Deletes a grant and its refresh tokens. */
   async delete(id: string): Promise<void> {
     for (const [hash, entry] of this.remembered) if (entry.grant.id === id) this.remembered.delete(hash);
-    await this.store.db.deleteFrom('oidc_grants').where('id', '=', id).execute();
+    await this.kernel.write(async ({ tx, changed }) => {
+      const gone = await tx.deleteFrom('oidc_grants').where('id', '=', id).returning('identity_id').executeTakeFirst();
+      if (gone) changed({ collection: 'oidc-grants', kind: 'delete', id, ownerId: String(gone.identity_id) });
+    });
   }
 
   /** The grants still alive: api session id → until when. */
@@ -272,7 +282,12 @@ export class Grants {
     const now = this.clock();
     for (const [hash, entry] of this.remembered) if (now >= entry.expiresAt) this.remembered.delete(hash);
     // One statement: a grant a rotation extends meanwhile is neither deleted nor answered.
-    const ended = await this.store.db.deleteFrom('oidc_grants').where('expires_at', '<=', iso(now)).returning('api_session_id').execute();
+    const cutoff = iso(now);
+    const ended = await this.kernel.write(async ({ tx, changed }) => {
+      const rows = await tx.deleteFrom('oidc_grants').where('expires_at', '<=', cutoff).returning(['id', 'api_session_id', 'identity_id']).execute();
+      for (const r of rows) changed({ collection: 'oidc-grants', kind: 'delete', id: String(r.id), ownerId: String(r.identity_id) });
+      return rows;
+    });
     return ended.map((r) => r.api_session_id as string);
   }
 

@@ -76,9 +76,9 @@ export class OidcProvider {
     readonly keys: SigningKeys,
     readonly issuers: Issuers,
   ) {
-    const { config, clock, store, sessions, identities, revocations } = deps;
+    const { config, clock, sessions, identities, revocations } = deps;
     this.requests = new AuthRequests(clock);
-    this.grants = new Grants(store, clock, config.edge.oidc.refreshTokenDuration);
+    this.grants = new Grants(deps.resources.kernel, clock, config.edge.oidc.refreshTokenDuration);
     this.tokens = new TokenIssuer(keys, clock, config.edge.oidc);
     this.bearer = new BearerVerifier(keys, issuers, clock, sessions, identities, revocations);
   }
