@@ -211,7 +211,7 @@ describe('GET /services', () => {
 describe('views kept in memory or read per request', () => {
   it('give the same answers (pages, sorts, filters, single services, markers)', async () => {
     const core = t.app.core;
-    const deps = { store: core.store, clock: core.clock, resources: core.resources, keys: core.oidc.keys, issuers: core.oidc.issuers, apiSessions: core.sessions };
+    const deps = { store: core.store, clock: core.clock, resources: core.resources, caches: core.caches, keys: core.oidc.keys, issuers: core.oidc.issuers, apiSessions: core.sessions };
     const kept = new ClientNetwork(deps);
     const unkept = new ClientNetwork({ ...deps, maxCachedView: 0 });
     for (const [name, p] of Object.entries(people)) {

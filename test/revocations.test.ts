@@ -308,7 +308,7 @@ describe('the in-memory view', () => {
 
     const clock = testClock(t.clock());
     const view = new Revocations(clock);
-    await view.start(t.app.core.kernel);
+    await view.start(t.app.core);
     try {
       expect(view.isRevoked('API_SESSION', before, createdAt - 1000)).toBe(true);
       expect(view.isRevoked('API_SESSION', before, createdAt + 1000)).toBe(false);
@@ -345,7 +345,7 @@ describe('the in-memory view', () => {
     const id = fresh('expired');
     expect((await revoke(admin, { id, type: 'JTI' })).statusCode).toBe(201);
     const view = new Revocations(testClock(t.clock() + 24 * HOUR));
-    await view.start(t.app.core.kernel);
+    await view.start(t.app.core);
     view.stop();
     expect(view.isRevoked('JTI', id)).toBe(false);
   });

@@ -12,6 +12,7 @@ import { Store, type StoreMigration } from '../store/store.js';
 import { migrations as appMigrations } from '../store/migrations/index.js';
 import { Resources } from '../domain/resources.js';
 import { Kernel } from '../kernel/kernel.js';
+import { CacheRegistry } from '../kernel/caches.js';
 import { PolicyLinks } from '../policy/links.js';
 import { loadBuildInfo } from '../build-info.js';
 import { SERVED_BINDINGS } from '../http/info.js';
@@ -24,6 +25,7 @@ import { OidcSettingsView } from '../oidc/settings.js';
 import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
+import { ConfigValidators } from '../domain/services.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
 import { secureDataDirectory } from './data-dir.js';
@@ -113,34 +115,41 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     });
 
     const kernel = new Kernel({ store, clock, log });
+    // Every cache registers here and follows the change feed through it.
+    const caches = new CacheRegistry(kernel.changes, log);
     const resources = new Resources(kernel);
-    const sessions = new ApiSessions(kernel, clock, config.edge.api.sessionTimeout);
-    const identities = new IdentityDirectory(store, kernel.repo('identities'), clock);
-    const links = new PolicyLinks(store.dialect);
-    registerResources(resources, { sessions, identities, clock, tokenLifetimes: config.edge.oidc, links });
+    const sessions = caches.register(new ApiSessions(kernel, clock, config.edge.api.sessionTimeout));
+    const identities = caches.register(new IdentityDirectory(store, kernel.repo('identities'), clock));
+    const links = caches.register(new PolicyLinks(store.dialect));
+    const configValidators = caches.register(new ConfigValidators());
+    registerResources(resources, { sessions, clock, tokenLifetimes: config.edge.oidc, links, configValidators });
     await seed(resources, {
       dataDir: config.dataDir,
       admin: config.admin,
       announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
     });
     const revocations = new Revocations(clock);
-    await revocations.start(kernel);
-    const oidc = await OidcProvider.open({ config, clock, log, store, resources, sessions, identities, revocations });
+    await revocations.start({ kernel, caches });
+    const oidc = await OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations });
+    caches.register(oidc.bearer);
+    caches.register(oidc.grants);
+    caches.register(oidc.issuers);
     await oidc.start();
-    const oidcSettings = new OidcSettingsView(resources);
+    const oidcSettings = caches.register(new OidcSettingsView(kernel));
     const core: Core = {
       config,
       clock,
       log,
       store,
       kernel,
+      caches,
       links,
       pki,
       resources,
       build: loadBuildInfo(),
       sessions,
       identities,
-      identityAnswers: new IdentityAnswers(resources),
+      identityAnswers: caches.register(new IdentityAnswers(resources)),
       loginThrottle: new FailureThrottle(clock),
       revocations,
       oidc,

@@ -6,6 +6,7 @@ import type { Pki } from '../pki/index.js';
 import type { Store } from '../store/store.js';
 import type { Resources } from '../domain/resources.js';
 import type { Kernel } from '../kernel/kernel.js';
+import type { CacheRegistry } from '../kernel/caches.js';
 import type { PolicyLinks } from '../policy/links.js';
 import type { BuildInfo } from '../build-info.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
@@ -23,6 +24,8 @@ export interface Core {
   readonly store: Store;
   /** The write pipeline and the change feed. */
   readonly kernel: Kernel;
+  /** Every cache, following the change feed; resetAll drops what each keeps. */
+  readonly caches: CacheRegistry;
   /** Policy link maintenance over the policy index. */
   readonly links: PolicyLinks;
   readonly pki: Pki;

@@ -1,7 +1,6 @@
 // Which behaviour each resource has: the one place definitions meet their domain hooks.
 import type { Clock } from '../clock.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
-import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { PolicyLinks } from '../policy/links.js';
 import { composeBehaviours, type Resources } from '../domain/resources.js';
 import {
@@ -10,7 +9,7 @@ import {
   serviceEdgeRouterPolicyBehaviour,
   servicePolicyBehaviour,
 } from '../domain/policies.js';
-import { configBehaviour, configTypeBehaviour, serviceBehaviour } from '../domain/services.js';
+import { configBehaviour, configTypeBehaviour, serviceBehaviour, type ConfigValidators } from '../domain/services.js';
 import { edgeRouterBehaviour, routerBehaviour, terminatorBehaviour } from '../domain/routers.js';
 import { postureCheckBehaviour } from '../domain/posture-checks.js';
 import { controllerSettingBehaviour, revocationBehaviour, type TokenLifetimes } from '../domain/operations.js';
@@ -32,12 +31,13 @@ import { sessions } from '../resources/sessions.js';
 
 export interface ResourceDeps {
   sessions: ApiSessions;
-  identities: IdentityDirectory;
   clock: Clock;
   /** The OIDC token lifetimes (edge.oidc): how long a revocation must be kept. */
   tokenLifetimes: TokenLifetimes;
   /** Link maintenance over the controller's policy index. */
   links: PolicyLinks;
+  /** Compiled config type schemas (a cache). */
+  configValidators: ConfigValidators;
 }
 
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
@@ -47,7 +47,7 @@ export function registerResources(resources: Resources, deps: ResourceDeps): voi
   resources.register(authenticators, authenticatorBehaviour());
   resources.register(apiSessions, apiSessionBehaviour(deps.sessions, deps.clock));
   resources.register(configTypes, configTypeBehaviour());
-  resources.register(configs, configBehaviour());
+  resources.register(configs, configBehaviour(deps.configValidators));
   resources.register(services, composeBehaviours(serviceBehaviour(), roleLinkBehaviour('service', deps.links)));
   resources.register(edgeRouters, composeBehaviours(edgeRouterBehaviour(deps.links), roleLinkBehaviour('edge-router', deps.links)));
   resources.register(routers, routerBehaviour());
@@ -62,15 +62,4 @@ export function registerResources(resources: Resources, deps: ResourceDeps): voi
   resources.register(controllerSettings, controllerSettingBehaviour());
   resources.register(controllers);
   resources.register(sessions);
-
-  // What each in-memory view of the credential pipeline drops when a record moves.
-  resources.kernel.changes.subscribe((c) => {
-    deps.links.onChange(c);
-    if (c.collection === 'identities') {
-      deps.identities.invalidate(c.id);
-      if (c.kind === 'delete') deps.sessions.forgetIdentity(c.id);
-    } else if (c.collection === 'api-sessions' && c.kind === 'delete') {
-      deps.sessions.forget(c.id);
-    }
-  });
 }

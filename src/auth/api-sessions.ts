@@ -1,8 +1,13 @@
 // Legacy API sessions: opaque tokens stored only as hashes, resolved from memory on the hot path,
 // with a sliding expiry. Activity is recorded in memory and written in batches; a sweep removes
-// expired sessions.
+// expired sessions. The sessions kept in memory are a cache like any other: a change of a session
+// drops it (the next request reads it again), and activity not yet written is kept apart from the
+// cache, so dropping the cache never loses it.
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
@@ -32,9 +37,16 @@ export type NewApiSession = Pick<
   'identityId' | 'authenticatorId' | 'authMethod' | 'configTypes' | 'ipAddress' | 'isMfaRequired' | 'isCertExtendable'
 >;
 
-export class ApiSessions {
-  private readonly byHash = new Map<string, ApiSession>();
-  private readonly byId = new Map<string, ApiSession>();
+/** Sessions kept in memory at most; the least recently used are read from the store again. */
+export const MAX_CACHED_API_SESSIONS = 200_000;
+
+export class ApiSessions implements Cache {
+  readonly name = 'api-sessions';
+  private readonly byId: BoundedMap<string, ApiSession>;
+  /** Token hash → session id, for the sessions kept. */
+  private readonly byHash = new Map<string, string>();
+  /** Activity not yet written to the store: id → the latest request's time (and its identity). */
+  private readonly activity = new Map<string, { at: number; identityId: string }>();
   /** Sessions something else keeps alive past their idle timeout (an OIDC refresh grant), id → until. */
   private readonly holds = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
@@ -46,9 +58,16 @@ export class ApiSessions {
     private readonly clock: Clock,
     /** Idle time after which a session expires, ms. */
     readonly timeout: number,
+    maxCached = MAX_CACHED_API_SESSIONS,
   ) {
     this.store = kernel.store;
     this.repo = kernel.repo('api-sessions');
+    this.byId = new BoundedMap<string, ApiSession>({
+      maxEntries: maxCached,
+      onDrop: (id, s) => {
+        if (this.byHash.get(s.tokenHash) === id) this.byHash.delete(s.tokenHash);
+      },
+    });
   }
 
   expiresAt(s: ApiSession): number {
@@ -111,8 +130,10 @@ export class ApiSessions {
   /** The live session of a token, or undefined when unknown or expired. */
   async resolve(token: string): Promise<ApiSession | undefined> {
     const tokenHash = hashToken(token);
-    let session = this.byHash.get(tokenHash);
+    const id = this.byHash.get(tokenHash);
+    let session = id === undefined ? undefined : this.byId.get(id);
     if (!session) {
+      const seen = this.byId.drops;
       const row = await this.store.db
         .selectFrom(this.repo.table)
         .selectAll()
@@ -120,7 +141,7 @@ export class ApiSessions {
         .executeTakeFirst();
       if (!row) return undefined;
       session = this.fromEntity(this.repo.fromRow(row as Record<string, unknown>));
-      this.remember(session);
+      this.remember(session, seen);
     }
     if (this.clock() >= this.expiresAt(session)) {
       await this.delete(session.id);
@@ -132,6 +153,9 @@ export class ApiSessions {
   /** Counts a request as activity: the expiry slides; the store learns of it in the next batch. */
   touch(session: ApiSession): void {
     session.lastActivityAt = Math.max(session.lastActivityAt, this.clock());
+    if (session.lastActivityAt === session.storedActivityAt) return;
+    const known = this.activity.get(session.id);
+    if (!known || known.at < session.lastActivityAt) this.activity.set(session.id, { at: session.lastActivityAt, identityId: session.identityId });
   }
 
   async setMfaComplete(session: ApiSession): Promise<void> {
@@ -143,16 +167,22 @@ export class ApiSessions {
   async load(id: string): Promise<ApiSession | undefined> {
     const cached = this.byId.get(id);
     if (cached) return cached;
+    const seen = this.byId.drops;
     const row = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) return undefined;
     const session = this.fromEntity(this.repo.fromRow(row as Record<string, unknown>));
-    this.remember(session);
+    this.remember(session, seen);
     return session;
   }
 
   /** Cached state of a session by id (the stored row may be older). */
   cached(id: string): ApiSession | undefined {
-    return this.byId.get(id);
+    return this.byId.peek(id);
+  }
+
+  /** The last activity of a session: what memory knows, else what the store holds (`stored`, ms). */
+  lastActivityOf(id: string, stored: number): number {
+    return Math.max(stored, this.byId.peek(id)?.lastActivityAt ?? stored, this.activity.get(id)?.at ?? stored);
   }
 
   async delete(id: string): Promise<boolean> {
@@ -165,25 +195,43 @@ export class ApiSessions {
 
   /** Forgets sessions the store no longer has (deleted with their identity, or by another path). */
   forget(id: string): void {
-    const s = this.byId.get(id);
-    if (!s) return;
     this.byId.delete(id);
-    this.byHash.delete(s.tokenHash);
     this.holds.delete(id);
+    this.activity.delete(id);
   }
 
   forgetIdentity(identityId: string): void {
-    for (const s of [...this.byId.values()]) if (s.identityId === identityId) this.forget(s.id);
+    this.byId.deleteWhere((s) => s.identityId === identityId);
+    for (const [id, a] of this.activity) if (a.identityId === identityId) this.forget(id);
+  }
+
+  onChange(c: Change): void {
+    if (c.collection === 'api-sessions') {
+      // A changed session is read again when next used; a deleted one is gone with what memory held of it.
+      if (c.kind === 'delete') this.forget(c.id);
+      else if (c.kind === 'update') this.byId.delete(c.id);
+    } else if (c.collection === 'identities' && c.kind === 'delete') {
+      this.forgetIdentity(c.id);
+    }
+  }
+
+  /** Drops the sessions kept; activity not yet written and holds are not a copy of the store and stay. */
+  reset(): void {
+    this.byId.clear();
   }
 
   /** Writes recorded activity in one transaction. */
   async flush(): Promise<number> {
-    const dirty = [...this.byId.values()].filter((s) => s.lastActivityAt !== s.storedActivityAt);
+    const dirty = [...this.activity].map(([id, a]) => ({ id, ...a }));
     if (dirty.length === 0) return 0;
     await this.kernel.write(async (ctx) => {
-      for (const s of dirty) await ctx.update('api-sessions', s.id, { lastActivityAt: iso(s.lastActivityAt) }, s.identityId);
+      for (const d of dirty) await ctx.update('api-sessions', d.id, { lastActivityAt: iso(d.at) }, d.identityId);
     });
-    for (const s of dirty) s.storedActivityAt = s.lastActivityAt;
+    for (const d of dirty) {
+      if (this.activity.get(d.id)?.at === d.at) this.activity.delete(d.id);
+      const s = this.byId.peek(d.id);
+      if (s && s.storedActivityAt < d.at) s.storedActivityAt = d.at;
+    }
     return dirty.length;
   }
 
@@ -197,7 +245,8 @@ export class ApiSessions {
       .select(['id', 'identity_id'])
       .where('last_activity_at', '<=', cutoff)
       .execute();
-    const expired = idle.filter(({ id }) => !((this.holds.get(id as string) ?? 0) > now));
+    // Held sessions and those active since the flush stay.
+    const expired = idle.filter(({ id }) => !((this.holds.get(id as string) ?? 0) > now) && !((this.activity.get(id as string)?.at ?? 0) > now - this.timeout));
     if (expired.length === 0) return 0;
     let removed = 0;
     for (let i = 0; i < expired.length; i += 500) {
@@ -209,10 +258,7 @@ export class ApiSessions {
           .where('last_activity_at', '<=', cutoff)
           .returning(['id', 'identity_id'])
           .execute();
-        for (const r of gone) {
-          ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(r.id), ownerId: String(r.identity_id) });
-          ctx.afterCommit(() => this.forget(String(r.id)));
-        }
+        for (const r of gone) ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(r.id), ownerId: String(r.identity_id) });
         return gone.length;
       });
     }
@@ -232,15 +278,17 @@ export class ApiSessions {
     await this.flush();
   }
 
-  private remember(s: ApiSession): void {
-    this.byHash.set(s.tokenHash, s);
-    this.byId.set(s.id, s);
+  /** Keeps a session; one read from the store is kept only if nothing was dropped since `seen`. */
+  private remember(s: ApiSession, seen?: number): void {
+    const kept = seen === undefined ? this.byId.set(s.id, s) : this.byId.setIfUnchanged(s.id, s, seen);
+    if (kept) this.byHash.set(s.tokenHash, s.id);
   }
 
   private fromEntity(e: Record<string, unknown>): ApiSession {
-    const last = Date.parse(e.lastActivityAt as string);
+    const stored = Date.parse(e.lastActivityAt as string);
+    const id = e.id as string;
     return {
-      id: e.id as string,
+      id,
       tokenHash: e.tokenHash as string,
       identityId: e.identityId as string,
       authenticatorId: (e.authenticatorId as string | null) ?? null,
@@ -248,8 +296,9 @@ export class ApiSessions {
       configTypes: (e.configTypes as string[]) ?? [],
       ipAddress: (e.ipAddress as string | null) ?? null,
       createdAt: Date.parse(e.createdAt as string),
-      lastActivityAt: last,
-      storedActivityAt: last,
+      // Activity not yet written counts: it is newer than the store's.
+      lastActivityAt: Math.max(stored, this.activity.get(id)?.at ?? stored),
+      storedActivityAt: stored,
       isMfaRequired: e.isMfaRequired === true,
       isMfaComplete: e.isMfaComplete === true,
       isCertExtendable: e.isCertExtendable === true,

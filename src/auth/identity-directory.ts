@@ -1,6 +1,9 @@
 // What the credential pipeline needs of an identity on every request, from memory. Writes to an
-// identity invalidate its entry after they commit.
+// identity invalidate its entry after they commit (it follows the change feed as a cache).
 import type { Clock } from '../clock.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 
@@ -20,21 +23,27 @@ export function isDisabledAt(s: Pick<IdentityState, 'disabled' | 'disabledUntil'
   return s.disabled && (s.disabledUntil === null || now < s.disabledUntil);
 }
 
-export class IdentityDirectory {
-  private readonly cache = new Map<string, IdentityState>();
-  /** Moves on every invalidation: a read that began before one must not fill the cache. */
-  private generation = 0;
+/** Identities kept in memory at most; the least recently used are read again when asked for. */
+export const MAX_CACHED_IDENTITIES = 200_000;
+
+export class IdentityDirectory implements Cache {
+  readonly name = 'identity-directory';
+  private readonly cache: BoundedMap<string, IdentityState>;
 
   constructor(
     private readonly store: Store,
     private readonly repo: Repository,
     private readonly clock: Clock,
-  ) {}
+    maxCached = MAX_CACHED_IDENTITIES,
+  ) {
+    this.cache = new BoundedMap({ maxEntries: maxCached });
+  }
 
   async get(id: string): Promise<IdentityState | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
-    const generation = this.generation;
+    // Any invalidation meanwhile (a lockout, say) means this read may not show it: not kept then.
+    const seen = this.cache.drops;
     const e = await this.repo.get(this.store.db, id);
     if (!e) return undefined;
     const state: IdentityState = {
@@ -47,8 +56,7 @@ export class IdentityDirectory {
       disabled: e.disabled === true,
       disabledUntil: typeof e.disabledUntil === 'string' ? Date.parse(e.disabledUntil) : null,
     };
-    // A write that committed while this read was under way (a lockout, say) may not show in it.
-    if (generation === this.generation) this.cache.set(id, state);
+    this.cache.setIfUnchanged(id, state, seen);
     return state;
   }
 
@@ -58,7 +66,14 @@ export class IdentityDirectory {
   }
 
   invalidate(id: string): void {
-    this.generation++;
     this.cache.delete(id);
+  }
+
+  onChange(c: Change): void {
+    if (c.collection === 'identities') this.invalidate(c.id);
+  }
+
+  reset(): void {
+    this.cache.clear();
   }
 }

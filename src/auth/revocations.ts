@@ -3,6 +3,7 @@
 // (a changed revocation is read again); expired revocations stop applying at once and are dropped
 // from memory now and then.
 import { iso, type Clock } from '../clock.js';
+import type { Cache, CacheRegistry } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Executor } from '../store/store.js';
@@ -55,15 +56,22 @@ export function storedRevocation(ex: Executor): RevocationReader {
 export const PRUNE_INTERVAL_MS = 60_000;
 export const SWEEP_INTERVAL_MS = 10 * 60_000;
 
-export class Revocations {
-  private readonly byKind = new Map<RevocationKind, Map<string, Entry>>(REVOCATION_KINDS.map((k) => [k, new Map()]));
+/**
+ * Not a bounded cache: every revocation that still matters is held (one missing would let a revoked
+ * token through), and a reset reads them all again before it replaces what is held.
+ */
+export class Revocations implements Cache {
+  readonly name = 'revocations';
+  private byKind = new Map<RevocationKind, Map<string, Entry>>(REVOCATION_KINDS.map((k) => [k, new Map()]));
   private nextPruneAt: number;
-  private unsubscribe: (() => void) | undefined;
+  private caches: CacheRegistry | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private kernel: Kernel | undefined;
   /** Per id, the latest change being followed: an older read that ends later is not applied. */
   private readonly following = new Map<string, number>();
   private changeCount = 0;
+  /** While a reset reads the store: the ids of the changes followed meanwhile. */
+  private touched: Set<string> | undefined;
 
   /** `read` reads a revocation again when it changes (the store's table once started). */
   constructor(
@@ -77,26 +85,63 @@ export class Revocations {
    * Follows the change feed, then loads the revocations that still matter. Following first means a
    * revocation committed while loading is never missed.
    */
-  async start(kernel: Kernel): Promise<void> {
+  async start(deps: { kernel: Kernel; caches: CacheRegistry }): Promise<void> {
     this.stop();
-    this.kernel = kernel;
-    this.read = storedRevocation(kernel.store.db);
-    this.unsubscribe = kernel.changes.subscribe((change) => this.apply(change));
+    this.kernel = deps.kernel;
+    this.read = storedRevocation(deps.kernel.store.db);
+    deps.caches.register(this);
+    this.caches = deps.caches;
     this.sweeper = setInterval(() => void this.sweep().catch(() => undefined), SWEEP_INTERVAL_MS);
     this.sweeper.unref();
-    const rows = await kernel.store.db
+    await this.reset();
+  }
+
+  stop(): void {
+    this.caches?.unregister(this);
+    this.caches = undefined;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  onChange(change: Change): Promise<void> {
+    return this.apply(change);
+  }
+
+  /**
+   * Reads every revocation that still matters again, then replaces what is held (checks go on
+   * against the held set meanwhile). A change followed during the read is already in the held set,
+   * and may be newer than what the read saw: it is carried over.
+   */
+  async reset(): Promise<void> {
+    if (!this.kernel) return;
+    const touched = new Set<string>();
+    this.touched = touched;
+    let next: Map<RevocationKind, Map<string, Entry>>;
+    try {
+      next = await this.load();
+    } finally {
+      this.touched = undefined;
+    }
+    for (const id of touched) {
+      for (const kind of REVOCATION_KINDS) {
+        const held = this.byKind.get(kind)!.get(id);
+        if (held) next.get(kind)!.set(id, held);
+        else next.get(kind)!.delete(id);
+      }
+    }
+    this.byKind = next;
+  }
+
+  /** Every revocation that still matters, from the store. */
+  private async load(): Promise<Map<RevocationKind, Map<string, Entry>>> {
+    const rows = await this.kernel!.store.db
       .selectFrom('revocations')
       .select([...COLUMNS])
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', iso(this.clock()))]))
       .execute();
-    for (const row of rows) this.add(recordOf(row as Record<string, unknown>));
-  }
-
-  stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
+    const byKind = new Map<RevocationKind, Map<string, Entry>>(REVOCATION_KINDS.map((k) => [k, new Map()]));
+    for (const row of rows) this.add(recordOf(row as Record<string, unknown>), byKind);
+    return byKind;
   }
 
   /**
@@ -123,6 +168,7 @@ export class Revocations {
   /** Takes in a change of the feed: a revocation written is read again; anything else is ignored. */
   async apply(change: Change): Promise<void> {
     if (change.collection !== 'revocations') return;
+    this.touched?.add(change.id);
     const n = ++this.changeCount;
     this.following.set(change.id, n);
     try {
@@ -135,8 +181,8 @@ export class Revocations {
     }
   }
 
-  add(record: RevocationRecord): void {
-    const map = this.byKind.get(record.type as RevocationKind);
+  add(record: RevocationRecord, into = this.byKind): void {
+    const map = into.get(record.type as RevocationKind);
     if (!map) return;
     const revokedAtMs = Date.parse(record.updatedAt ?? record.createdAt);
     const expiresAtMs = record.expiresAt === null ? Infinity : Date.parse(record.expiresAt);

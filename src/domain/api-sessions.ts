@@ -107,7 +107,7 @@ export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): R
     async decorate(_ex, entities, answers) {
       for (const [i, e] of entities.entries()) {
         const cached = sessions.cached(e.id);
-        const last = cached?.lastActivityAt ?? Date.parse(e.lastActivityAt as string);
+        const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt as string));
         Object.assign(answers[i]!, {
           ...expiry(sessions, last, now()),
           authQueries: authQueries(

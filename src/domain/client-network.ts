@@ -1,7 +1,8 @@
 // Everything the Client API's service lists, sessions and posture share: one set per controller,
-// each cache following the change feed.
+// each cache registered with the controller's cache registry and following the change feed.
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { Clock } from '../clock.js';
+import type { CacheRegistry } from '../kernel/caches.js';
 import type { Issuers } from '../oidc/issuer.js';
 import type { SigningKeys } from '../oidc/keys.js';
 import type { Store } from '../store/store.js';
@@ -25,6 +26,8 @@ export interface ClientNetworkDeps {
   store: Store;
   clock: Clock;
   resources: Resources;
+  /** Where the caches of the network register. */
+  caches: CacheRegistry;
   /** The controller's signing keys (the OIDC provider's): session tokens are signed with them. */
   keys: SigningKeys;
   issuers: Pick<Issuers, 'accepts'>;
@@ -52,14 +55,13 @@ export class ClientNetwork {
   }
 
   constructor(d: ClientNetworkDeps) {
-    const { store, clock, resources } = d;
-    const changes = resources.kernel.changes;
-    this.generations = new ViewGenerations(changes, clock);
-    this.access = new AccessViews(store, this.generations, d.maxCachedView);
-    this.catalog = new ServiceCatalog(store, resources.get('services').repo, changes);
-    this.checks = new PostureCheckCatalog(store, resources.get('posture-checks').repo, changes);
-    this.configTypes = new ConfigTypeCatalog(store, changes);
-    this.posture = new PostureStore(resources.kernel, clock, changes);
+    const { store, clock, resources, caches } = d;
+    this.generations = caches.register(new ViewGenerations(clock));
+    this.access = caches.register(new AccessViews(store, this.generations, d.maxCachedView));
+    this.catalog = caches.register(new ServiceCatalog(store, resources.get('services').repo));
+    this.checks = caches.register(new PostureCheckCatalog(store, resources.get('posture-checks').repo));
+    this.configTypes = caches.register(new ConfigTypeCatalog(store));
+    this.posture = caches.register(new PostureStore(resources.kernel, clock));
     this.services = new ClientServices({
       store,
       clock,
@@ -70,13 +72,12 @@ export class ClientNetwork {
       configTypes: this.configTypes,
       posture: this.posture,
     });
-    this.answers = new AnswerCache(changes);
-    this.markers = new ServiceUpdateMarkers(this.services, this.generations, this.posture, changes, clock());
-    this.sessions = new Sessions({
+    this.answers = caches.register(new AnswerCache());
+    this.markers = caches.register(new ServiceUpdateMarkers(this.services, this.generations, this.posture, clock()));
+    this.sessions = caches.register(new Sessions({
       store,
       clock,
       kernel: resources.kernel,
-      changes,
       repo: resources.get('sessions').repo,
       edgeRouters: resources.get('edge-routers').repo,
       access: this.access,
@@ -85,6 +86,6 @@ export class ClientNetwork {
       keys: d.keys,
       issuers: d.issuers,
       apiSessions: d.apiSessions,
-    });
+    }));
   }
 }

@@ -10,7 +10,9 @@ import { entityLinks, type ResourceDef } from '../resources/kit.js';
 import { services as servicesDef } from '../resources/services.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
-import type { Change, ChangeFeed } from '../kernel/changes.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import { evaluatePolicy, postureQuery, type PostureCheck, type PostureFacts, type PostureQuery, type PostureStore } from './posture.js';
 import { idIn, RELATIONS, type PolicyType } from './related.js';
 
@@ -44,36 +46,32 @@ interface Stamp {
 /**
  * Counts changes that may alter service lists: a global count for VIEW_COLLECTIONS and one per
  * identity (its attributes, hence its policy links, and its service-config overrides). A cached
- * answer is good while the counts it was made under are unchanged.
+ * answer is good while the counts it was made under are unchanged. The counts are not a copy of
+ * the store; a reset moves the global one, so that nothing kept under the old counts is used again.
  */
-export class ViewGenerations {
+export class ViewGenerations implements Cache {
+  readonly name = 'view-generations';
   global: Stamp = { generation: 0, at: 0 };
   private readonly identities = new Map<string, Stamp>();
-  private readonly listeners = new Set<(identityId: string | undefined, c: Change) => void>();
 
-  constructor(
-    changes: ChangeFeed,
-    private readonly clock: Clock,
-  ) {
-    changes.subscribe((c) => {
-      if (VIEW_COLLECTIONS.has(c.collection)) {
-        this.global = { generation: this.global.generation + 1, at: this.clock() };
-        for (const l of this.listeners) l(undefined, c);
-      } else if (c.collection === 'identities') {
-        if (c.kind === 'delete') this.identities.delete(c.id);
-        else this.identities.set(c.id, { generation: (this.identities.get(c.id)?.generation ?? 0) + 1, at: this.clock() });
-        for (const l of this.listeners) l(c.id, c);
-      }
-    });
+  constructor(private readonly clock: Clock) {}
+
+  onChange(c: Change): void {
+    if (VIEW_COLLECTIONS.has(c.collection)) {
+      this.global = { generation: this.global.generation + 1, at: this.clock() };
+    } else if (c.collection === 'identities') {
+      if (c.kind === 'delete') this.identities.delete(c.id);
+      else this.identities.set(c.id, { generation: (this.identities.get(c.id)?.generation ?? 0) + 1, at: this.clock() });
+    }
+  }
+
+  /** Moves the global count, keeping its time: nothing changed, but nothing kept before is trusted. */
+  reset(): void {
+    this.global = { generation: this.global.generation + 1, at: this.global.at };
   }
 
   identity(identityId: string): Stamp {
     return this.identities.get(identityId) ?? { generation: 0, at: 0 };
-  }
-
-  /** Told after a bump: the identity for an identity bump, undefined for a global one. */
-  onBump(listener: (identityId: string | undefined, c: Change) => void): void {
-    this.listeners.add(listener);
   }
 }
 
@@ -110,6 +108,10 @@ export const MAX_CACHED_VIEW = 2_000;
 const MAX_RESTRICTED_LOAD = 1_000;
 /** Cached grants across identities; the least recently used views go first. */
 export const MAX_CACHED_GRANTS = 500_000;
+/** Identities whose views are kept at most. */
+const MAX_CACHED_VIEWS = 100_000;
+/** Approximate bytes of one grant of a kept view (its entry, its service id, its sorted id). */
+const GRANT_BYTES = 96;
 
 interface CachedAccess {
   global: number;
@@ -131,19 +133,27 @@ function asPolicyType(value: unknown): PolicyType | undefined {
 }
 
 /** Access per identity from the policy links: one indexed join, cached while the generations hold. */
-export class AccessViews {
-  private readonly cache = new Map<string, CachedAccess>();
-  private grants = 0;
+export class AccessViews implements Cache {
+  readonly name = 'access-views';
+  private readonly cache = new BoundedMap<string, CachedAccess>({
+    maxEntries: MAX_CACHED_VIEWS,
+    maxBytes: MAX_CACHED_GRANTS * GRANT_BYTES,
+    sizeOf: (e) => e.size * GRANT_BYTES,
+  });
 
   constructor(
     private readonly store: Store,
     private readonly generations: ViewGenerations,
     /** Views reaching more services are not kept. */
     private readonly maxView = MAX_CACHED_VIEW,
-  ) {
-    generations.onBump((identityId, c) => {
-      if (identityId !== undefined && c.kind === 'delete') this.drop(identityId);
-    });
+  ) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'identities' && c.kind === 'delete') this.cache.delete(c.id);
+  }
+
+  reset(): void {
+    this.cache.clear();
   }
 
   /** The ids of the services an identity may dial or bind, as a subquery (the list scope). */
@@ -160,51 +170,27 @@ export class AccessViews {
     const global = this.generations.global.generation;
     const identity = this.generations.identity(identityId).generation;
     const hit = this.cache.get(identityId);
-    if (hit && hit.global === global && hit.identity === identity) {
-      // Most recently used last.
-      this.cache.delete(identityId);
-      this.cache.set(identityId, hit);
-      return hit.access ?? this.load(identityId, serviceIds);
-    }
+    if (hit && hit.global === global && hit.identity === identity) return hit.access ?? this.load(identityId, serviceIds);
     const access = await this.load(identityId, undefined);
     let size = 0;
     for (const grants of access.services.values()) size += grants.length;
     const small = access.services.size <= this.maxView;
     // Kept under the generations read before the load: a change landing meanwhile makes it stale.
     const view = small ? asView(access) : undefined;
-    this.put(identityId, { global, identity, access: view, size: small ? size : 0 });
+    this.cache.set(identityId, { global, identity, access: view, size: small ? size : 0 });
     return view ?? access;
   }
 
   /** The whole view of an identity when it is small enough to keep (read if need be); else undefined. */
   async view(identityId: string): Promise<View | undefined> {
     await this.of(identityId, []);
-    const hit = this.cache.get(identityId);
-    return hit?.access;
+    return this.cache.peek(identityId)?.access;
   }
 
   /** Whether the identity may use the service at all (the 404 rule of the Client API). */
   async grantsFor(identityId: string, serviceId: string): Promise<{ grants: Grant[]; checksOf: Map<string, string[]> }> {
     const access = await this.of(identityId, [serviceId]);
     return { grants: access.services.get(serviceId) ?? [], checksOf: access.checksOf };
-  }
-
-  private put(identityId: string, entry: CachedAccess): void {
-    this.drop(identityId);
-    this.cache.set(identityId, entry);
-    this.grants += entry.size;
-    for (const [id, e] of this.cache) {
-      if (this.grants <= MAX_CACHED_GRANTS) break;
-      this.cache.delete(id);
-      this.grants -= e.size;
-    }
-  }
-
-  private drop(identityId: string): void {
-    const e = this.cache.get(identityId);
-    if (!e) return;
-    this.cache.delete(identityId);
-    this.grants -= e.size;
   }
 
   /** One join over the link tables (restricted to `serviceIds` when given), then the posture links. */
@@ -251,60 +237,81 @@ export class AccessViews {
 
 // ---- catalogs: posture checks and config types, from memory ------------------------------------------------
 
+/** Posture checks kept at most (a check known not to exist counts too). */
+const MAX_CACHED_CHECKS = 50_000;
+
 /** Posture checks by id, read once and dropped when they change. */
-export class PostureCheckCatalog {
-  private readonly cache = new Map<string, PostureCheck | null>();
+export class PostureCheckCatalog implements Cache {
+  readonly name = 'posture-check-catalog';
+  private readonly cache = new BoundedMap<string, PostureCheck | null>({ maxEntries: MAX_CACHED_CHECKS });
 
   constructor(
     private readonly store: Store,
     private readonly repo: Repository,
-    changes: ChangeFeed,
-  ) {
-    changes.subscribe((c) => {
-      if (c.collection === 'posture-checks') this.cache.delete(c.id);
-    });
+  ) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'posture-checks') this.cache.delete(c.id);
+  }
+
+  reset(): void {
+    this.cache.clear();
   }
 
   /** The checks with these ids that exist. */
   async get(ids: Iterable<string>): Promise<Map<string, PostureCheck>> {
     const wanted = [...new Set(ids)];
-    const missing = wanted.filter((id) => !this.cache.has(id));
-    if (missing.length > 0) {
-      const rows = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', 'in', missing).execute();
-      for (const id of missing) this.cache.set(id, null);
-      for (const row of rows) {
-        const e = this.repo.fromRow(row as Record<string, unknown>);
-        this.cache.set(e.id, e as unknown as PostureCheck);
-      }
-    }
     const out = new Map<string, PostureCheck>();
+    const missing: string[] = [];
     for (const id of wanted) {
       const c = this.cache.get(id);
-      if (c) out.set(id, c);
+      if (c === undefined) missing.push(id);
+      else if (c) out.set(id, c);
     }
-    return out;
+    if (missing.length > 0) {
+      const seen = this.cache.drops;
+      const rows = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', 'in', missing).execute();
+      const found = new Map<string, PostureCheck>();
+      for (const row of rows) {
+        const e = this.repo.fromRow(row as Record<string, unknown>);
+        found.set(e.id, e as unknown as PostureCheck);
+      }
+      for (const id of missing) {
+        const c = found.get(id);
+        this.cache.setIfUnchanged(id, c ?? null, seen);
+        if (c) out.set(id, c);
+      }
+    }
+    // In the order asked for.
+    return new Map(wanted.filter((id) => out.has(id)).map((id) => [id, out.get(id)!]));
   }
 }
 
 /** Config type ids and names, read once and again after any config type changes. */
-export class ConfigTypeCatalog {
+export class ConfigTypeCatalog implements Cache {
+  readonly name = 'config-type-catalog';
   private byId: Map<string, string> | undefined;
+  /** Moves on every drop: a read that began before one is not kept. */
+  private drops = 0;
 
-  constructor(
-    private readonly store: Store,
-    changes: ChangeFeed,
-  ) {
-    changes.subscribe((c) => {
-      if (c.collection === 'config-types') this.byId = undefined;
-    });
+  constructor(private readonly store: Store) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'config-types') this.reset();
+  }
+
+  reset(): void {
+    this.drops++;
+    this.byId = undefined;
   }
 
   async names(): Promise<Map<string, string>> {
-    if (!this.byId) {
-      const rows = await this.store.db.selectFrom('config_types').select(['id', 'name']).execute();
-      this.byId = new Map(rows.map((r) => [String(r.id), String(r.name)]));
-    }
-    return this.byId;
+    if (this.byId) return this.byId;
+    const seen = this.drops;
+    const rows = await this.store.db.selectFrom('config_types').select(['id', 'name']).execute();
+    const byId = new Map(rows.map((r) => [String(r.id), String(r.name)]));
+    if (seen === this.drops) this.byId = byId;
+    return byId;
   }
 
   /** Config types named by id or name (`all`: every type) → ids; unknown ones are left out. */
@@ -383,32 +390,39 @@ function byConfigId(a: ConfigEntry, b: ConfigEntry): number {
  * config or config type write drops every config entry, an identity write drops its overrides. A
  * read that started before a drop is not kept (the epoch moved meanwhile).
  */
-export class ServiceCatalog {
-  private readonly entities = new Map<string, Entity>();
-  private readonly own = new Map<string, ConfigEntry[]>();
-  private readonly overrides = new Map<string, Map<string, ConfigEntry[]>>();
+export class ServiceCatalog implements Cache {
+  readonly name = 'service-catalog';
+  private readonly entities = new BoundedMap<string, Entity>({ maxEntries: MAX_CACHED_SERVICES });
+  private readonly own = new BoundedMap<string, ConfigEntry[]>({ maxEntries: MAX_CACHED_SERVICES });
+  private readonly overrides = new BoundedMap<string, Map<string, ConfigEntry[]>>({ maxEntries: MAX_CACHED_OVERRIDES });
   private epoch = 0;
 
   constructor(
     private readonly store: Store,
     private readonly repo: Repository,
-    changes: ChangeFeed,
-  ) {
-    changes.subscribe((c) => {
-      if (c.collection === 'services') {
-        this.epoch++;
-        this.entities.delete(c.id);
-        this.own.delete(c.id);
-        if (c.kind === 'delete') this.overrides.clear();
-      } else if (c.collection === 'configs' || c.collection === 'config-types') {
-        this.epoch++;
-        this.own.clear();
-        this.overrides.clear();
-      } else if (c.collection === 'identities') {
-        this.epoch++;
-        this.overrides.delete(c.id);
-      }
-    });
+  ) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'services') {
+      this.epoch++;
+      this.entities.delete(c.id);
+      this.own.delete(c.id);
+      if (c.kind === 'delete') this.overrides.clear();
+    } else if (c.collection === 'configs' || c.collection === 'config-types') {
+      this.epoch++;
+      this.own.clear();
+      this.overrides.clear();
+    } else if (c.collection === 'identities') {
+      this.epoch++;
+      this.overrides.delete(c.id);
+    }
+  }
+
+  reset(): void {
+    this.epoch++;
+    this.entities.clear();
+    this.own.clear();
+    this.overrides.clear();
   }
 
   /** The services with these ids that exist. */
@@ -426,7 +440,7 @@ export class ServiceCatalog {
     for (const row of rows) {
       const e = this.repo.fromRow(row as Record<string, unknown>);
       out.set(e.id, e);
-      if (epoch === this.epoch) this.keep(this.entities, e.id, e, MAX_CACHED_SERVICES);
+      if (epoch === this.epoch) this.entities.set(e.id, e);
     }
     return out;
   }
@@ -434,7 +448,7 @@ export class ServiceCatalog {
   /** Keeps an entity read elsewhere (a list page) when nothing was dropped since `epoch`. */
   remember(entities: readonly Entity[], epoch: number): void {
     if (epoch !== this.epoch) return;
-    for (const e of entities) this.keep(this.entities, e.id, e, MAX_CACHED_SERVICES);
+    for (const e of entities) this.entities.set(e.id, e);
   }
 
   get currentEpoch(): number {
@@ -444,7 +458,14 @@ export class ServiceCatalog {
   /** The configs of services for one identity, overrides applied. */
   async configsFor(identityId: string, serviceIds: readonly string[]): Promise<Map<string, ServiceConfigs>> {
     const epoch = this.epoch;
-    const missing = serviceIds.filter((id) => !this.own.has(id));
+    // What is kept is taken now: keeping what is read below may evict some of it.
+    const kept = new Map<string, ConfigEntry[]>();
+    const missing: string[] = [];
+    for (const id of serviceIds) {
+      const list = this.own.get(id);
+      if (list) kept.set(id, list);
+      else missing.push(id);
+    }
     const own = new Map<string, ConfigEntry[]>();
     if (missing.length > 0) {
       for (const id of missing) own.set(id, []);
@@ -457,7 +478,7 @@ export class ServiceCatalog {
       for (const r of rows) own.get(String(r.service_id))!.push(this.entry(r));
       for (const [id, list] of own) {
         list.sort(byConfigId);
-        if (epoch === this.epoch) this.keep(this.own, id, list, MAX_CACHED_SERVICES);
+        if (epoch === this.epoch) this.own.set(id, list);
       }
     }
     let overrides = this.overrides.get(identityId);
@@ -474,13 +495,13 @@ export class ServiceCatalog {
         list.push(this.entry(r));
         overrides.set(String(r.service_id), list);
       }
-      if (epoch === this.epoch) this.keep(this.overrides, identityId, overrides, MAX_CACHED_OVERRIDES);
+      if (epoch === this.epoch) this.overrides.set(identityId, overrides);
     }
     const out = new Map<string, ServiceConfigs>();
     for (const id of serviceIds) {
       const entry: ServiceConfigs = { ids: [], byType: new Map(), versions: [] };
       // Own configs first, then the identity's overrides replace those of the same type.
-      for (const c of own.get(id) ?? this.own.get(id) ?? []) {
+      for (const c of own.get(id) ?? kept.get(id) ?? []) {
         entry.ids.push(c.configId);
         entry.byType.set(c.typeId, c.data);
         entry.versions.push(`${c.configId}@${c.updatedAt}`);
@@ -501,16 +522,6 @@ export class ServiceCatalog {
       data: this.store.dialect.fromDb('json', r.data),
       updatedAt: String(r.updated_at),
     };
-  }
-
-  /** Sets a cache entry, dropping the oldest beyond `max`. */
-  private keep<V>(map: Map<string, V>, key: string, value: V, max: number): void {
-    map.delete(key);
-    map.set(key, value);
-    if (map.size > max) {
-      const oldest = map.keys().next().value;
-      if (oldest !== undefined) map.delete(oldest);
-    }
   }
 }
 
@@ -672,28 +683,43 @@ export function viewStamp(generations: ViewGenerations, posture: PostureStore, c
  * while the stamp they were made under holds. Bounded in bytes and per API session; an API
  * session's entries go with it.
  */
-export class AnswerCache {
-  private readonly entries = new Map<string, { apiSessionId: string; stamp: string; body: string }>();
+export class AnswerCache implements Cache {
+  readonly name = 'service-answers';
+  private readonly entries: BoundedMap<string, { apiSessionId: string; stamp: string; body: string }>;
   private readonly bySession = new Map<string, Set<string>>();
-  private bytes = 0;
 
   constructor(
-    changes: ChangeFeed,
-    private readonly maxBytes = 64 * 1024 * 1024,
+    maxBytes = 64 * 1024 * 1024,
     private readonly maxBody = 256 * 1024,
     private readonly perSession = 8,
   ) {
-    changes.subscribe((c) => {
-      if (c.collection === 'api-sessions' && c.kind === 'delete') for (const key of [...(this.bySession.get(c.id) ?? [])]) this.drop(key);
+    this.entries = new BoundedMap({
+      // Bytes bind first; the count only bounds the bookkeeping of many tiny answers.
+      maxEntries: 1_000_000,
+      maxBytes,
+      sizeOf: (e) => e.body.length,
+      onDrop: (key, e) => {
+        const keys = this.bySession.get(e.apiSessionId);
+        keys?.delete(key);
+        if (keys?.size === 0) this.bySession.delete(e.apiSessionId);
+      },
     });
+  }
+
+  onChange(c: Change): void {
+    if (c.collection === 'api-sessions' && c.kind === 'delete') for (const key of [...(this.bySession.get(c.id) ?? [])]) this.entries.delete(key);
+  }
+
+  reset(): void {
+    this.entries.clear();
   }
 
   get(apiSessionId: string, request: string, stamp: string): string | undefined {
     const key = `${apiSessionId}\u0000${request}`;
-    const hit = this.entries.get(key);
+    const hit = this.entries.peek(key);
     if (!hit) return undefined;
     if (hit.stamp !== stamp) {
-      this.drop(key);
+      this.entries.delete(key);
       return undefined;
     }
     return hit.body;
@@ -702,27 +728,13 @@ export class AnswerCache {
   put(apiSessionId: string, request: string, stamp: string, body: string): void {
     if (body.length > this.maxBody) return;
     const key = `${apiSessionId}\u0000${request}`;
-    this.drop(key);
-    let keys = this.bySession.get(apiSessionId);
-    if (!keys) this.bySession.set(apiSessionId, (keys = new Set()));
-    if (keys.size >= this.perSession) this.drop(keys.values().next().value!);
-    this.entries.set(key, { apiSessionId, stamp, body });
-    this.bySession.get(apiSessionId)!.add(key);
-    this.bytes += body.length;
-    for (const oldest of this.entries.keys()) {
-      if (this.bytes <= this.maxBytes) break;
-      this.drop(oldest);
-    }
-  }
-
-  private drop(key: string): void {
-    const e = this.entries.get(key);
-    if (!e) return;
     this.entries.delete(key);
-    this.bytes -= e.body.length;
-    const keys = this.bySession.get(e.apiSessionId);
-    keys?.delete(key);
-    if (keys?.size === 0) this.bySession.delete(e.apiSessionId);
+    const keys = this.bySession.get(apiSessionId);
+    if (keys && keys.size >= this.perSession) this.entries.delete(keys.values().next().value!);
+    if (!this.entries.set(key, { apiSessionId, stamp, body })) return;
+    let mine = this.bySession.get(apiSessionId);
+    if (!mine) this.bySession.set(apiSessionId, (mine = new Set()));
+    mine.add(key);
   }
 }
 
@@ -745,21 +757,29 @@ interface MarkerState {
  * moves it and costs nothing; a change elsewhere in the network costs one fingerprint per polling
  * API session, and moves only the markers of callers whose list it changed. Posture checks that
  * pass or fail with time alone (an MFA timeout) move it when it is next taken, not at that moment.
+ *
+ * A marker's time is history the store does not hold, so a reset keeps it (and the fingerprint it
+ * belongs to) and only makes every marker take its fingerprint again; an API session's marker goes
+ * with the session.
  */
-export class ServiceUpdateMarkers {
+export class ServiceUpdateMarkers implements Cache {
+  readonly name = 'service-update-markers';
   private readonly state = new Map<string, MarkerState>();
 
   constructor(
     private readonly services: ClientServices,
     private readonly generations: ViewGenerations,
     private readonly posture: PostureStore,
-    changes: ChangeFeed,
     /** ms; no marker is older than this (the controller start): nothing before it is known. */
     private readonly since: number,
-  ) {
-    changes.subscribe((c) => {
-      if (c.collection === 'api-sessions' && c.kind === 'delete') this.state.delete(c.id);
-    });
+  ) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'api-sessions' && c.kind === 'delete') this.state.delete(c.id);
+  }
+
+  reset(): void {
+    for (const s of this.state.values()) s.key = '';
   }
 
   async lastChangeAt(caller: Caller): Promise<string> {

@@ -4,6 +4,9 @@ import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
 /**
@@ -120,29 +123,38 @@ export async function enableIdentity(resources: Resources, id: string, actor?: A
   }, actor);
 }
 
+/** Identity answers kept at most. */
+export const MAX_CACHED_IDENTITY_ANSWERS = 50_000;
+
 /**
  * Presented identities by id, for the hot GET /current-identity. An entry is dropped when anything
  * it shows moves: the identity, its authenticators, its API sessions, or any auth policy.
  */
-export class IdentityAnswers {
-  private readonly cache = new Map<string, Record<string, unknown>>();
+export class IdentityAnswers implements Cache {
+  readonly name = 'identity-answers';
+  private readonly cache = new BoundedMap<string, Record<string, unknown>>({ maxEntries: MAX_CACHED_IDENTITY_ANSWERS });
 
-  constructor(private readonly resources: Resources) {
-    resources.kernel.changes.subscribe((c) => {
-      if (c.collection === 'auth-policies') this.cache.clear();
-      else if (c.collection === 'identities') this.cache.delete(c.id);
-      else if (c.collection === 'authenticators' || c.collection === 'api-sessions') {
-        if (c.ownerId !== undefined) this.cache.delete(c.ownerId);
-        else this.cache.clear();
-      }
-    });
+  constructor(private readonly resources: Resources) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'auth-policies') this.cache.clear();
+    else if (c.collection === 'identities') this.cache.delete(c.id);
+    else if (c.collection === 'authenticators' || c.collection === 'api-sessions') {
+      if (c.ownerId !== undefined) this.cache.delete(c.ownerId);
+      else this.cache.clear();
+    }
+  }
+
+  reset(): void {
+    this.cache.clear();
   }
 
   async get(id: string): Promise<Record<string, unknown>> {
     const cached = this.cache.get(id);
     if (cached) return cached;
+    const seen = this.cache.drops;
     const answer = await this.resources.get('identities').get(id);
-    this.cache.set(id, answer);
+    this.cache.setIfUnchanged(id, answer, seen);
     return answer;
   }
 }

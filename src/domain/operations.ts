@@ -8,6 +8,8 @@ import { newId } from '../ids.js';
 import { fingerprintOfPem } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
+import { CONTROLLER_ID_KEY, controllerIdOf as storedControllerId } from '../store/controller-state.js';
+import { GLOBAL_SETTING_ID } from '../resources/operations.js';
 import { adminOnly, byDelegate, isAdminIdentity } from './identities.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
@@ -86,8 +88,7 @@ export async function revoke(
 
 // ---- controller settings ---------------------------------------------------------------------
 
-/** The id of the setting every controller inherits. */
-export const GLOBAL_SETTING_ID = 'global';
+export { GLOBAL_SETTING_ID } from '../resources/operations.js';
 
 /**
  * Redirect URI patterns the OIDC client always allows (behaviour.md §6): loopback callbacks on any
@@ -230,15 +231,11 @@ export interface ControllerSelf {
   apiAddresses?: ApiAddresses;
 }
 
-/** controller_state key of this controller's id: made once, kept across restarts and new certificates. */
-export const CONTROLLER_ID_KEY = 'controller-id';
+export { CONTROLLER_ID_KEY } from '../store/controller-state.js';
 
 /** This controller's id, or undefined before it first registered. */
-export async function controllerIdOf(ex: Executor, resources: Resources): Promise<string | undefined> {
-  const row = await ex.selectFrom('controller_state').select('value').where('key', '=', CONTROLLER_ID_KEY).executeTakeFirst();
-  if (!row) return undefined;
-  const value = resources.store.dialect.fromDb('json', row.value);
-  return typeof value === 'string' && value !== '' ? value : undefined;
+export function controllerIdOf(ex: Executor, resources: Resources): Promise<string | undefined> {
+  return storedControllerId(ex, resources.store.dialect);
 }
 
 async function ensureControllerId(ctx: WriteContext): Promise<string> {

@@ -9,7 +9,9 @@ import { fieldError } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import { newId } from '../ids.js';
 import type { PostureCheckType } from './posture-checks.js';
-import type { ChangeFeed } from '../kernel/changes.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Repository } from '../store/repository.js';
 import type { Executor, Store } from '../store/store.js';
@@ -454,23 +456,61 @@ export const KEPT_FAILURES = 50;
  * Posture data per API session, read through memory. Each session's entry counts its changes of
  * value (`generation`), which the service-list change marker follows.
  */
-export class PostureStore {
-  private readonly cache = new Map<string, SessionPosture>();
-  private readonly loading = new Map<string, Promise<SessionPosture>>();
-  private readonly generations = new Map<string, { generation: number; at: number }>();
+/** API sessions whose posture data is kept in memory at most. */
+export const MAX_CACHED_POSTURE = 100_000;
 
+/** What is known of one API session's posture data beyond the cache: its value changes so far. */
+interface PostureGeneration {
+  generation: number;
+  /** ms of the last change of value */
+  at: number;
+  /** The values as last seen (valueKey). */
+  key: string;
+  identityId: string;
+}
+
+/**
+ * Posture data per API session, read through memory. Each session's entry counts its changes of
+ * value (`generation`), which the service-list change marker follows. A write announces a change
+ * of `posture-data`; following it, the store reads the session's data again and counts a change
+ * when the values moved. The counts are history, not a copy of the store: a reset keeps them.
+ */
+export class PostureStore implements Cache {
+  readonly name = 'posture-data';
+  private readonly cache: BoundedMap<string, SessionPosture>;
+  private readonly loading = new Map<string, Promise<SessionPosture>>();
+  private readonly generations = new Map<string, PostureGeneration>();
   private readonly store: Store;
 
   constructor(
     private readonly kernel: Kernel,
     private readonly clock: Clock,
-    changes: ChangeFeed,
+    maxCached = MAX_CACHED_POSTURE,
   ) {
     this.store = kernel.store;
-    changes.subscribe((c) => {
-      if (c.collection === 'api-sessions' && c.kind === 'delete') this.forget(c.id);
-      else if (c.collection === 'identities' && c.kind === 'delete') this.forgetIdentity(c.id);
-    });
+    this.cache = new BoundedMap({ maxEntries: maxCached });
+  }
+
+  async onChange(c: Change): Promise<void> {
+    if (c.collection === 'api-sessions' && c.kind === 'delete') this.forget(c.id);
+    else if (c.collection === 'identities' && c.kind === 'delete') this.forgetIdentity(c.id);
+    else if (c.collection === 'posture-data') {
+      this.cache.delete(c.id);
+      this.loading.delete(c.id);
+      const known = this.generations.get(c.id);
+      const identityId = c.ownerId ?? known?.identityId;
+      if (identityId === undefined) return;
+      const fresh = await this.load(c.id, identityId);
+      const key = valueKey(fresh);
+      const g = this.generations.get(c.id);
+      if (g && g.key !== key) this.generations.set(c.id, { generation: g.generation + 1, at: this.clock(), key, identityId });
+    }
+  }
+
+  /** Drops the data kept; the counts of changes stay (see the class). */
+  reset(): void {
+    this.cache.clear();
+    this.loading.clear();
   }
 
   /** What an API session reported (empty when nothing). */
@@ -479,23 +519,31 @@ export class PostureStore {
     if (cached) return cached;
     let pending = this.loading.get(apiSessionId);
     if (!pending) {
-      pending = this.load(apiSessionId, identityId).finally(() => this.loading.delete(apiSessionId));
+      const started = this.load(apiSessionId, identityId).finally(() => {
+        if (this.loading.get(apiSessionId) === started) this.loading.delete(apiSessionId);
+      });
+      pending = started;
       this.loading.set(apiSessionId, pending);
     }
     return pending;
   }
 
   private async load(apiSessionId: string, identityId: string): Promise<SessionPosture> {
+    const seen = this.cache.drops;
     const rows = (await this.store.db.selectFrom('posture_data').selectAll().where('api_session_id', '=', apiSessionId).execute()) as PostureRow[];
     const p = emptyPosture(apiSessionId, identityId);
     for (const row of rows) applyRow(p, row);
-    this.cache.set(apiSessionId, p);
+    // A read that began before a drop may predate a write: it answers, but is not kept.
+    if (this.cache.setIfUnchanged(apiSessionId, p, seen) && !this.generations.has(apiSessionId)) {
+      this.generations.set(apiSessionId, { generation: 0, at: 0, key: valueKey(p), identityId });
+    }
     return p;
   }
 
   /** Value changes of a session's posture data so far, and when the last one happened (ms). */
   generation(apiSessionId: string): { generation: number; at: number } {
-    return this.generations.get(apiSessionId) ?? { generation: 0, at: 0 };
+    const g = this.generations.get(apiSessionId);
+    return g ? { generation: g.generation, at: g.at } : { generation: 0, at: 0 };
   }
 
   /** Stores responses of one API session (all or none); its memory follows once they are stored. */
@@ -512,10 +560,6 @@ export class PostureStore {
       rows.push(row);
     }
     if (rows.length === 0) return;
-    const before = valueKey(current);
-    const next = structuredClone(current);
-    for (const row of rows) applyRow(next, row);
-    const moved = valueKey(next) !== before;
     await this.kernel.write(async (ctx) => {
       for (const row of rows) {
         await ctx.tx
@@ -530,23 +574,19 @@ export class PostureStore {
           )
           .execute();
       }
-      ctx.afterCommit(() => {
-        for (const row of rows) applyRow(current, row);
-        if (!moved) return;
-        const g = this.generation(who.apiSessionId);
-        this.generations.set(who.apiSessionId, { generation: g.generation + 1, at: now });
-      });
       ctx.changed({ collection: 'posture-data', kind: 'update', id: who.apiSessionId, ownerId: who.identityId });
     });
   }
 
   forget(apiSessionId: string): void {
     this.cache.delete(apiSessionId);
+    this.loading.delete(apiSessionId);
     this.generations.delete(apiSessionId);
   }
 
   private forgetIdentity(identityId: string): void {
-    for (const [id, p] of this.cache) if (p.identityId === identityId) this.forget(id);
+    this.cache.deleteWhere((p) => p.identityId === identityId);
+    for (const [id, g] of this.generations) if (g.identityId === identityId) this.forget(id);
   }
 
   // ---- management views ---------------------------------------------------------------------------

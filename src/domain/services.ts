@@ -5,6 +5,9 @@ import type { ValidateFunction } from 'ajv';
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { entityRef } from '../resources/kit.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor, Tx } from '../store/store.js';
 import { SEEDED_CONFIG_TYPE_IDS, SEEDED_CONFIG_TYPES } from './config-type-schemas.js';
@@ -131,11 +134,25 @@ export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): Resour
 
 // ---- configs -------------------------------------------------------------------------------------
 
+/** Config types whose compiled schemas are kept at most. */
+const MAX_CACHED_VALIDATORS = 1000;
+
 /** Compiled config type schemas, by config type id; an entry is used only for the schema it was built from. */
-export class ConfigValidators {
-  private readonly cache = new Map<string, { updatedAt: string; text: string; validate: ValidateFunction }>();
+export class ConfigValidators implements Cache {
+  readonly name = 'config-validators';
+  private readonly cache = new BoundedMap<string, { updatedAt: string; text: string; validate: ValidateFunction }>({
+    maxEntries: MAX_CACHED_VALIDATORS,
+  });
 
   constructor(private readonly compiler = new JsonSchemaCompiler()) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'config-types' && c.kind !== 'create') this.drop(c.id);
+  }
+
+  reset(): void {
+    this.cache.clear();
+  }
 
   /** The validator of a config type's current schema. */
   for(type: Entity): ValidateFunction {
@@ -181,18 +198,10 @@ async function configUse(
   };
 }
 
-export function configBehaviour(validators = new ConfigValidators()): ResourceBehaviour {
-  let watching = false;
-  const watch = (resources: Resources) => {
-    if (watching) return;
-    watching = true;
-    resources.kernel.changes.subscribe((c) => {
-      if (c.collection === 'config-types' && c.kind !== 'create') validators.drop(c.id);
-    });
-  };
+/** `validators` is a cache: register it so that it follows config type changes. */
+export function configBehaviour(validators: ConfigValidators): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
-      watch(ctx.resources);
       if (prev && json(next.data) === json(prev.data)) return;
       const type = await ctx.resources.get('config-types').repo.get(ctx.tx, String(next.configTypeId));
       if (!type) throw referencedNotFound('configTypeId', 'config-types', next.configTypeId);

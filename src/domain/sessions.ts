@@ -21,7 +21,9 @@ import type { Issuers } from '../oidc/issuer.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
-import type { ChangeFeed } from '../kernel/changes.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import { factsOf, type AccessViews, type Caller, type PostureCheckCatalog } from './client-services.js';
 import { evaluatePolicy, type CheckResult, type PostureCheck, type PostureFailure, type PostureStore } from './posture.js';
@@ -33,6 +35,8 @@ export const SESSION_EDGE_ROUTERS = 25;
 const MAX_CACHED_SESSIONS = 200_000;
 /** (identity, service) edge router lists kept in memory. */
 const MAX_CACHED_ROUTER_LISTS = 100_000;
+/** Service names kept for references. */
+const MAX_CACHED_SERVICE_NAMES = 50_000;
 
 /** Collections whose changes may alter which edge routers serve an identity and a service. */
 const ROUTER_COLLECTIONS: ReadonlySet<string> = new Set(['edge-routers', 'edge-router-policies', 'service-edge-router-policies', 'services']);
@@ -45,17 +49,22 @@ const ROUTER_COLLECTIONS: ReadonlySet<string> = new Set(['edge-routers', 'edge-r
 class RouterLists {
   private global = 0;
   private readonly identities = new Map<string, number>();
-  private readonly cache = new Map<string, { global: number; identity: number; routers: ClientEdgeRouter[] }>();
+  private readonly cache = new BoundedMap<string, { global: number; identity: number; routers: ClientEdgeRouter[] }>({
+    maxEntries: MAX_CACHED_ROUTER_LISTS,
+  });
 
-  constructor(changes: ChangeFeed) {
-    changes.subscribe((c) => {
-      if (ROUTER_COLLECTIONS.has(c.collection)) {
-        this.global++;
-        this.cache.clear();
-      } else if (c.collection === 'identities') {
-        this.identities.set(c.id, (this.identities.get(c.id) ?? 0) + 1);
-      }
-    });
+  onChange(c: Change): void {
+    if (ROUTER_COLLECTIONS.has(c.collection)) {
+      this.global++;
+      this.cache.clear();
+    } else if (c.collection === 'identities') {
+      this.identities.set(c.id, (this.identities.get(c.id) ?? 0) + 1);
+    }
+  }
+
+  reset(): void {
+    this.global++;
+    this.cache.clear();
   }
 
   /** The kept list, or a reader of it that keeps what it reads (unless a change came meanwhile). */
@@ -66,14 +75,7 @@ class RouterLists {
     const hit = this.cache.get(key);
     if (hit && hit.global === global && hit.identity === identity) return hit.routers;
     const routers = await read();
-    if (global === this.global && identity === (this.identities.get(identityId) ?? 0)) {
-      this.cache.delete(key);
-      this.cache.set(key, { global, identity, routers });
-      if (this.cache.size > MAX_CACHED_ROUTER_LISTS) {
-        const oldest = this.cache.keys().next().value;
-        if (oldest !== undefined) this.cache.delete(oldest);
-      }
-    }
+    if (global === this.global && identity === (this.identities.get(identityId) ?? 0)) this.cache.set(key, { global, identity, routers });
     return routers;
   }
 }
@@ -220,7 +222,6 @@ export interface SessionsDeps {
   store: Store;
   clock: Clock;
   kernel: Kernel;
-  changes: ChangeFeed;
   repo: Repository;
   edgeRouters: Repository;
   access: AccessViews;
@@ -247,31 +248,54 @@ function recordOf(e: Entity): SessionRecord {
 
 const keyOf = (apiSessionId: string, serviceId: string, type: string) => `${apiSessionId}\u0000${serviceId}\u0000${type}`;
 
-export class Sessions {
-  private readonly byId = new Map<string, SessionRecord>();
+/**
+ * Sessions and what their answers need, read through memory: the sessions by id (and by API
+ * session, service and type), their signed tokens, service names and edge router lists, each
+ * dropped by the changes that move it.
+ */
+export class Sessions implements Cache {
+  readonly name = 'sessions';
+  private readonly byId = new BoundedMap<string, SessionRecord>({
+    maxEntries: MAX_CACHED_SESSIONS,
+    onDrop: (id, s) => {
+      this.tokens.delete(id);
+      const key = keyOf(s.apiSessionId, s.serviceId, s.type);
+      if (this.byKey.get(key) === id) this.byKey.delete(key);
+      const ids = this.byApiSession.get(s.apiSessionId);
+      ids?.delete(id);
+      if (ids?.size === 0) this.byApiSession.delete(s.apiSessionId);
+    },
+  });
   private readonly byKey = new Map<string, string>();
   /** API session id → ids of its cached sessions (an API session's end drops them without a scan). */
   private readonly byApiSession = new Map<string, Set<string>>();
   /** Session id → its token as last signed, with the `exp` and issuer it was signed for. */
-  private readonly tokens = new Map<string, { token: string; exp: number; issuer: string }>();
+  private readonly tokens = new BoundedMap<string, { token: string; exp: number; issuer: string }>({ maxEntries: MAX_CACHED_SESSIONS });
   /** Service names for references, dropped when a service changes. */
-  private readonly serviceNames = new Map<string, string>();
-  private readonly routerLists: RouterLists;
+  private readonly serviceNames = new BoundedMap<string, string>({ maxEntries: MAX_CACHED_SERVICE_NAMES });
+  private readonly routerLists = new RouterLists();
 
   constructor(private readonly d: SessionsDeps) {
-    this.routerLists = new RouterLists(d.changes);
-    d.changes.subscribe((c) => {
-      if (c.collection === 'api-sessions' && c.kind === 'delete') {
-        for (const id of [...(this.byApiSession.get(c.id) ?? [])]) this.forget(id);
-      }
-      else if (c.collection === 'identities' && c.kind === 'delete') this.forgetWhere((s) => s.identityId === c.id);
-      else if (c.collection === 'services' && c.kind !== 'create') {
-        this.serviceNames.delete(c.id);
-        if (c.kind === 'delete') this.forgetWhere((s) => s.serviceId === c.id);
-      } else if (c.collection === 'sessions' && c.kind === 'delete') this.forget(c.id);
-    });
     // Tokens signed with a key that is rotated out would no longer verify: sign again when asked.
     d.keys.onChange(() => this.tokens.clear());
+  }
+
+  onChange(c: Change): void {
+    this.routerLists.onChange(c);
+    if (c.collection === 'api-sessions' && c.kind === 'delete') {
+      for (const id of [...(this.byApiSession.get(c.id) ?? [])]) this.forget(id);
+    } else if (c.collection === 'identities' && c.kind === 'delete') this.forgetWhere((s) => s.identityId === c.id);
+    else if (c.collection === 'services' && c.kind !== 'create') {
+      this.serviceNames.delete(c.id);
+      if (c.kind === 'delete') this.forgetWhere((s) => s.serviceId === c.id);
+    } else if (c.collection === 'sessions' && c.kind !== 'create') this.forget(c.id);
+  }
+
+  reset(): void {
+    this.byId.clear();
+    this.tokens.clear();
+    this.serviceNames.clear();
+    this.routerLists.reset();
   }
 
   // ---- create ------------------------------------------------------------------------------------
@@ -391,6 +415,7 @@ export class Sessions {
   }
 
   private async findByKey(apiSessionId: string, serviceId: string, type: string): Promise<SessionRecord | undefined> {
+    const seen = this.byId.drops;
     const row = await this.d.store.db
       .selectFrom(this.d.repo.table)
       .selectAll()
@@ -400,7 +425,7 @@ export class Sessions {
       .executeTakeFirst();
     if (!row) return undefined;
     const s = recordOf(this.d.repo.fromRow(row as Record<string, unknown>));
-    this.remember(s);
+    this.remember(s, seen);
     return s;
   }
 
@@ -458,10 +483,11 @@ export class Sessions {
   async load(id: string): Promise<SessionRecord | undefined> {
     const cached = this.byId.get(id);
     if (cached) return cached;
+    const seen = this.byId.drops;
     const e = await this.d.repo.get(this.d.store.db, id);
     if (!e) return undefined;
     const s = recordOf(e);
-    this.remember(s);
+    this.remember(s, seen);
     return s;
   }
 
@@ -548,18 +574,17 @@ export class Sessions {
   private async serviceName(id: string): Promise<string> {
     const cached = this.serviceNames.get(id);
     if (cached !== undefined) return cached;
+    const seen = this.serviceNames.drops;
     const row = await this.d.store.db.selectFrom('services').select('name').where('id', '=', id).executeTakeFirst();
     const name = row ? String(row.name) : '';
-    if (row) this.serviceNames.set(id, name);
+    if (row) this.serviceNames.setIfUnchanged(id, name, seen);
     return name;
   }
 
-  private remember(s: SessionRecord): void {
-    if (this.byId.size >= MAX_CACHED_SESSIONS) {
-      const oldest = this.byId.keys().next().value;
-      if (oldest !== undefined) this.forget(oldest);
-    }
-    this.byId.set(s.id, s);
+  /** Keeps a session; one read from the store is kept only if nothing was dropped since `seen`. */
+  private remember(s: SessionRecord, seen?: number): void {
+    const kept = seen === undefined ? this.byId.set(s.id, s) : this.byId.setIfUnchanged(s.id, s, seen);
+    if (!kept) return;
     this.byKey.set(keyOf(s.apiSessionId, s.serviceId, s.type), s.id);
     let ids = this.byApiSession.get(s.apiSessionId);
     if (!ids) this.byApiSession.set(s.apiSessionId, (ids = new Set()));
@@ -567,18 +592,11 @@ export class Sessions {
   }
 
   private forget(id: string): void {
-    const s = this.byId.get(id);
-    this.tokens.delete(id);
-    if (!s) return;
     this.byId.delete(id);
-    const key = keyOf(s.apiSessionId, s.serviceId, s.type);
-    if (this.byKey.get(key) === id) this.byKey.delete(key);
-    const ids = this.byApiSession.get(s.apiSessionId);
-    ids?.delete(id);
-    if (ids?.size === 0) this.byApiSession.delete(s.apiSessionId);
+    this.tokens.delete(id);
   }
 
   private forgetWhere(test: (s: SessionRecord) => boolean): void {
-    for (const s of [...this.byId.values()]) if (test(s)) this.forget(s.id);
+    this.byId.deleteWhere(test);
   }
 }

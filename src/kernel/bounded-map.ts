@@ -39,8 +39,9 @@ export class BoundedMap<K, V> {
   }
 
   /**
-   * Moves whenever an entry is deleted or the map is cleared (not on eviction by the bounds): take
-   * it before reading the store, and keep what was read only if it has not moved (`setIfUnchanged`).
+   * Moves on every delete (whether or not the key was there), deleteWhere and clear — not on
+   * eviction by the bounds: take it before reading the store, and keep what was read only if it has
+   * not moved (`setIfUnchanged`).
    */
   get drops(): number {
     return this.dropCount;
@@ -86,9 +87,9 @@ export class BoundedMap<K, V> {
   }
 
   delete(key: K): boolean {
+    this.dropCount++;
     const slot = this.map.get(key);
     if (!slot) return false;
-    this.dropCount++;
     this.map.delete(key);
     this.heldBytes -= slot.bytes;
     this.opts.onDrop?.(key, slot.value);
@@ -97,6 +98,7 @@ export class BoundedMap<K, V> {
 
   /** Deletes every entry `test` picks. */
   deleteWhere(test: (value: V, key: K) => boolean): void {
+    this.dropCount++;
     for (const [key, slot] of [...this.map]) if (test(slot.value, key)) this.delete(key);
   }
 

@@ -6,6 +6,9 @@ import type { Clock } from '../clock.js';
 import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory, IdentityState } from '../auth/identity-directory.js';
 import type { Revocations } from '../auth/revocations.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import { parseCompact, verifySignature } from './jws.js';
 import type { SigningKeys } from './keys.js';
 import { Issuers } from './issuer.js';
@@ -36,10 +39,11 @@ export interface BearerPrincipal {
   expiresAt: number;
 }
 
-export class BearerVerifier {
-  private readonly verified = new Map<string, AccessClaims>();
+export class BearerVerifier implements Cache {
+  readonly name = 'bearer-tokens';
+  private readonly verified = new BoundedMap<string, AccessClaims>({ maxEntries: VERIFIED_CACHE_SIZE });
   /** API session ids the store no longer has: UUIDs are never reused, so this is never wrong. */
-  private readonly deadSessions = new Set<string>();
+  private readonly deadSessions = new BoundedMap<string, true>({ maxEntries: DEAD_SESSIONS_SIZE });
 
   constructor(
     private readonly keys: SigningKeys,
@@ -55,8 +59,16 @@ export class BearerVerifier {
 
   /** An API session was deleted: its tokens fail from the next request on. */
   sessionDeleted(id: string): void {
-    if (this.deadSessions.size >= DEAD_SESSIONS_SIZE) this.deadSessions.clear();
-    this.deadSessions.add(id);
+    this.deadSessions.set(id, true);
+  }
+
+  onChange(c: Change): void {
+    if (c.collection === 'api-sessions' && c.kind === 'delete') this.sessionDeleted(c.id);
+  }
+
+  reset(): void {
+    this.verified.clear();
+    this.deadSessions.clear();
   }
 
   /**
@@ -67,14 +79,6 @@ export class BearerVerifier {
     const cached = this.verified.get(token);
     if (cached) return cached;
     const claims = this.check(token);
-    if (this.verified.size >= VERIFIED_CACHE_SIZE) {
-      // Drop the oldest tenth: insertion order is age.
-      let n = Math.ceil(VERIFIED_CACHE_SIZE / 10);
-      for (const k of this.verified.keys()) {
-        this.verified.delete(k);
-        if (--n === 0) break;
-      }
-    }
     this.verified.set(token, claims);
     return claims;
   }

@@ -5,6 +5,9 @@ import type { CompiledQuery } from 'kysely';
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
 import { hashToken, newToken } from '../auth/tokens.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Store } from '../store/store.js';
 
@@ -64,7 +67,8 @@ export function template(compiled: CompiledQuery, names: readonly string[]): (va
   return (values) => ({ ...compiled, parameters: order.map((name) => values[name]) });
 }
 
-export class Grants {
+export class Grants implements Cache {
+  readonly name = 'oidc-refresh-tokens';
   private readonly q: {
     find: (v: Record<string, unknown>) => CompiledQuery;
     insert: (v: Record<string, unknown>) => CompiledQuery;
@@ -76,7 +80,9 @@ export class Grants {
    * shortcut for the read: the rotation itself is decided by the store (a token rotated elsewhere,
    * or a grant gone, fails there), so a stale entry can never let a token through twice.
    */
-  private readonly remembered = new Map<string, Remembered>();
+  private readonly remembered: BoundedMap<string, Remembered>;
+  /** Grant id → the hashes remembered of its tokens, so a grant's end drops them without a scan. */
+  private readonly byGrant = new Map<string, Set<string>>();
   private readonly store: Store;
 
   constructor(
@@ -89,6 +95,14 @@ export class Grants {
     private readonly maxRemembered = MAX_REMEMBERED,
   ) {
     this.store = kernel.store;
+    this.remembered = new BoundedMap<string, Remembered>({
+      maxEntries: maxRemembered,
+      onDrop: (hash, entry) => {
+        const hashes = this.byGrant.get(entry.grant.id);
+        hashes?.delete(hash);
+        if (hashes?.size === 0) this.byGrant.delete(entry.grant.id);
+      },
+    });
     const db = this.store.db;
     this.q = {
       find: template(
@@ -248,19 +262,28 @@ export class Grants {
   }
 
   private remember(hash: string, entry: Remembered): void {
-    if (this.remembered.size >= this.maxRemembered) {
-      let n = Math.ceil(this.maxRemembered / 10);
-      for (const k of this.remembered.keys()) {
-        this.remembered.delete(k);
-        if (--n === 0) break;
-      }
-    }
-    this.remembered.set(hash, entry);
+    if (!this.remembered.set(hash, entry)) return;
+    let hashes = this.byGrant.get(entry.grant.id);
+    if (!hashes) this.byGrant.set(entry.grant.id, (hashes = new Set()));
+    hashes.add(hash);
+  }
+
+  private forgetGrant(id: string): void {
+    for (const hash of [...(this.byGrant.get(id) ?? [])]) this.remembered.delete(hash);
+  }
+
+  /** A grant deleted (here or elsewhere) takes its remembered tokens with it; a rotation needs nothing (see remembered). */
+  onChange(c: Change): void {
+    if (c.collection === 'oidc-grants' && c.kind === 'delete') this.forgetGrant(c.id);
+  }
+
+  reset(): void {
+    this.remembered.clear();
   }
 
   /** Deletes a grant and its refresh tokens. */
   async delete(id: string): Promise<void> {
-    for (const [hash, entry] of this.remembered) if (entry.grant.id === id) this.remembered.delete(hash);
+    this.forgetGrant(id);
     await this.kernel.write(async ({ tx, changed }) => {
       const gone = await tx.deleteFrom('oidc_grants').where('id', '=', id).returning('identity_id').executeTakeFirst();
       if (gone) changed({ collection: 'oidc-grants', kind: 'delete', id, ownerId: String(gone.identity_id) });
@@ -280,8 +303,7 @@ export class Grants {
   /** Deletes ended grants (their tokens go with them); answers their API session ids. */
   async sweep(): Promise<string[]> {
     const now = this.clock();
-    for (const [hash, entry] of this.remembered) if (now >= entry.expiresAt) this.remembered.delete(hash);
-    // One statement: a grant a rotation extends meanwhile is neither deleted nor answered.
+    this.remembered.deleteWhere((entry) => now >= entry.expiresAt);
     const cutoff = iso(now);
     const ended = await this.kernel.write(async ({ tx, changed }) => {
       const rows = await tx.deleteFrom('oidc_grants').where('expires_at', '<=', cutoff).returning(['id', 'api_session_id', 'identity_id']).execute();

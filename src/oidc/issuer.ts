@@ -5,15 +5,21 @@
 // are accepted when their issuer is one of those addresses.
 import { isIP } from 'node:net';
 import { parseHostPort } from '../config/address.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
 import { ipToBytes, serverNames } from '../pki/hosts.js';
 
 export const OIDC_PATH = '/oidc';
 
-export class Issuers {
+/** Issuers judged, kept at most: the answers depend on the configuration alone. */
+const ACCEPTED_SIZE = 1000;
+
+export class Issuers implements Cache {
+  readonly name = 'oidc-issuers';
   private readonly dns: Set<string>;
   private readonly ips: Set<string>;
   private readonly ports: Set<number>;
-  private readonly accepted = new Map<string, boolean>();
+  private readonly accepted = new BoundedMap<string, boolean>({ maxEntries: ACCEPTED_SIZE });
 
   /**
    * @param hosts the advertised hosts of every bind point (the server certificate's names)
@@ -39,10 +45,16 @@ export class Issuers {
     if (ok === undefined) {
       const m = /^https:\/\/([^/?#@]+)\/oidc$/.exec(iss);
       ok = m !== null && this.trustedAddress(m[1]!) === m[1];
-      if (this.accepted.size > 1000) this.accepted.clear();
       this.accepted.set(iss, ok);
     }
     return ok;
+  }
+
+  /** No change of the store moves what is kept here. */
+  onChange(): void {}
+
+  reset(): void {
+    this.accepted.clear();
   }
 
   /** The API audience of an issuer: the controller origin its tokens are for. */

@@ -10,8 +10,7 @@ import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { Revocations } from '../auth/revocations.js';
 import { constantTimeEqual, hashToken, newToken } from '../auth/tokens.js';
-import type { Resources } from '../domain/resources.js';
-import type { Store } from '../store/store.js';
+import type { Kernel } from '../kernel/kernel.js';
 import { BearerVerifier } from './bearer.js';
 import { OAuthError } from './errors.js';
 import { AuthRequests, splitList, type AuthorizationParams, type AuthRequest } from './flow.js';
@@ -35,8 +34,8 @@ export interface ProviderDeps {
   config: Config;
   clock: Clock;
   log: Logger;
-  store: Store;
-  resources: Resources;
+  /** The store's reads and writes (grants, identities, config types). */
+  kernel: Kernel;
   sessions: ApiSessions;
   identities: IdentityDirectory;
   revocations: Pick<Revocations, 'isRevoked'>;
@@ -69,7 +68,6 @@ export class OidcProvider {
   private readonly codes = new Map<string, CodeRecord>();
   private timer: NodeJS.Timeout | undefined;
   private lastCodeSweep = 0;
-  private unsubscribe: (() => void) | undefined;
 
   private constructor(
     private readonly deps: ProviderDeps,
@@ -78,7 +76,7 @@ export class OidcProvider {
   ) {
     const { config, clock, sessions, identities, revocations } = deps;
     this.requests = new AuthRequests(clock);
-    this.grants = new Grants(deps.resources.kernel, clock, config.edge.oidc.refreshTokenDuration);
+    this.grants = new Grants(deps.kernel, clock, config.edge.oidc.refreshTokenDuration);
     this.tokens = new TokenIssuer(keys, clock, config.edge.oidc);
     this.bearer = new BearerVerifier(keys, issuers, clock, sessions, identities, revocations);
   }
@@ -101,11 +99,8 @@ export class OidcProvider {
     return new OidcProvider(deps, keys, new Issuers(hosts, ports));
   }
 
-  /** Follows API session deletes, holds the sessions of live grants, starts the sweep. */
+  /** Holds the sessions of live grants, starts the sweep. */
   async start(): Promise<void> {
-    this.unsubscribe = this.deps.resources.kernel.changes.subscribe((c) => {
-      if (c.collection === 'api-sessions' && c.kind === 'delete') this.bearer.sessionDeleted(c.id);
-    });
     for (const [sessionId, until] of await this.grants.live()) this.deps.sessions.hold(sessionId, until);
     this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.deps.log.warn({ err }, 'OIDC sweep failed')), SWEEP_EVERY_MS);
     this.timer.unref();
@@ -114,8 +109,6 @@ export class OidcProvider {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
   }
 
   /** Drops expired requests and codes and ended grants (their sessions then expire when idle). */
@@ -305,7 +298,7 @@ export class OidcProvider {
 
   async userinfo(token: string): Promise<Record<string, unknown>> {
     const { identity } = await this.bearer.verify(token);
-    const entity = await this.deps.resources.get('identities').repo.get(this.deps.store.db, identity.id);
+    const entity = await this.deps.kernel.repo('identities').get(this.deps.kernel.store.db, identity.id);
     const externalId = entity?.externalId;
     return {
       sub: identity.id,
@@ -355,7 +348,7 @@ export class OidcProvider {
   /** Config type names or ids → ids (`all`: every type); unknown ones are dropped. */
   private async resolveConfigTypes(wanted: string[]): Promise<string[]> {
     if (wanted.length === 0) return [];
-    const db = this.deps.store.db;
+    const db = this.deps.kernel.store.db;
     const rows = wanted.includes('all')
       ? await db.selectFrom('config_types').select('id').execute()
       : await db

@@ -1,8 +1,11 @@
 // The OIDC part of the controller settings (global, then this controller's own) that the provider
 // consults on every authorization and logout: extra redirect and post-logout URI patterns. Read
-// from the store when a setting changes, never per request.
-import { controllerIdOf, GLOBAL_SETTING_ID } from '../domain/operations.js';
-import type { Resources } from '../domain/resources.js';
+// from the store when a setting changes, never per request; a cache that follows the change feed.
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
+import type { Kernel } from '../kernel/kernel.js';
+import { GLOBAL_SETTING_ID } from '../resources/operations.js';
+import { controllerIdOf } from '../store/controller-state.js';
 
 export interface OidcSettingPatterns {
   redirectUris: readonly string[];
@@ -11,27 +14,25 @@ export interface OidcSettingPatterns {
 
 const NONE: OidcSettingPatterns = { redirectUris: [], postLogoutUris: [] };
 
-export class OidcSettingsView {
+export class OidcSettingsView implements Cache {
+  readonly name = 'oidc-settings';
   private current: OidcSettingPatterns = NONE;
-  private unsubscribe: (() => void) | undefined;
   private controllerId: string | undefined;
   /** Loads may overlap; only the latest one started may set the patterns. */
   private generation = 0;
+  private started = false;
 
-  constructor(private readonly resources: Resources) {}
+  constructor(private readonly kernel: Kernel) {}
 
+  /** Learns this controller's id and loads the patterns (register the view to follow changes). */
   async start(): Promise<void> {
-    this.stop();
-    this.unsubscribe = this.resources.kernel.changes.subscribe((c) => {
-      if (c.collection === 'controller-settings') void this.load().catch(() => undefined);
-    });
-    this.controllerId = await controllerIdOf(this.resources.store.db, this.resources);
+    this.started = true;
+    this.controllerId = await controllerIdOf(this.kernel.store.db, this.kernel.store.dialect);
     await this.load();
   }
 
   stop(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
+    this.started = false;
   }
 
   /** Patterns of the global setting and of this controller's own, together. */
@@ -39,14 +40,23 @@ export class OidcSettingsView {
     return this.current;
   }
 
+  onChange(c: Change): Promise<void> | void {
+    if (this.started && c.collection === 'controller-settings') return this.load();
+  }
+
+  /** Reads the patterns again (the ones held stay in use until then). */
+  reset(): Promise<void> | void {
+    if (this.started) return this.load();
+  }
+
   async load(): Promise<void> {
     const generation = ++this.generation;
-    const repo = this.resources.get('controller-settings').repo;
+    const repo = this.kernel.repo('controller-settings');
     const ids = [GLOBAL_SETTING_ID, ...(this.controllerId ? [this.controllerId] : [])];
     const redirectUris: string[] = [];
     const postLogoutUris: string[] = [];
     for (const id of ids) {
-      const oidc = (await repo.get(this.resources.store.db, id))?.oidc as Partial<OidcSettingPatterns> | null | undefined;
+      const oidc = (await repo.get(this.kernel.store.db, id))?.oidc as Partial<OidcSettingPatterns> | null | undefined;
       redirectUris.push(...(oidc?.redirectUris ?? []));
       postLogoutUris.push(...(oidc?.postLogoutUris ?? []));
     }

@@ -20,6 +20,9 @@ export const revocations = defineResource({
   },
 });
 
+/** The id of the controller setting every controller inherits. */
+export const GLOBAL_SETTING_ID = 'global';
+
 export const controllerSettings = defineResource({
   name: 'controller-settings',
   label: 'controller setting',

@@ -15,6 +15,7 @@ export function networkOf(core: Core): ClientNetwork {
       store: core.store,
       clock: core.clock,
       resources: core.resources,
+      caches: core.caches,
       keys: core.oidc.keys,
       issuers: core.oidc.issuers,
       apiSessions: core.sessions,

@@ -10,7 +10,8 @@ import { BearerError } from '../../oidc/bearer.js';
 import { OAuthError } from '../../oidc/errors.js';
 import type { AuthRequest } from '../../oidc/flow.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
-import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
+import { BoundedMap } from '../../kernel/bounded-map.js';
+import { SCOPES_SUPPORTED, splitList } from '../../oidc/provider.js';
 import { RedirectPolicy, withQuery } from '../../oidc/redirects.js';
 import { CLIENT_ID } from '../../oidc/tokens.js';
 import { JWS_ALGORITHMS } from '../../oidc/jws.js';
@@ -49,14 +50,14 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
   const postLogoutRedirects = new RedirectPolicy(opts.redirectURIs ?? [], () => core.oidcSettings.patterns.postLogoutUris);
   const issuerOf = (request: FastifyRequest): string => core.oidc.issuers.forHost(request.headers.host, bindPoint.address);
 
-  const discoveries = new Map<string, string>();
+  // Host spellings (letter case) are many; the documents kept are few. They depend on the
+  // configuration alone, so nothing in the store moves them.
+  const discoveries = new BoundedMap<string, string>({ maxEntries: 64 });
   const discovery = (request: FastifyRequest, reply: FastifyReply) => {
     const issuer = issuerOf(request);
     let body = discoveries.get(issuer);
     if (body === undefined) {
       body = JSON.stringify(discoveryDocument(issuer));
-      // Host spellings (letter case) are many; the documents kept are few.
-      if (discoveries.size >= 64) discoveries.clear();
       discoveries.set(issuer, body);
     }
     return reply.type(JSON_TYPE).header('cache-control', 'public, max-age=300').send(body);

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { BoundedMap } from './bounded-map.js';
+
+describe('BoundedMap', () => {
+  it('evicts the least recently used entry beyond its count', () => {
+    const dropped: string[] = [];
+    const map = new BoundedMap<string, number>({ maxEntries: 2, onDrop: (k) => dropped.push(k) });
+    map.set('a', 1);
+    map.set('b', 2);
+    expect(map.get('a')).toBe(1); // a is now the most recently used
+    map.set('c', 3);
+    expect([...map.keys()]).toEqual(['a', 'c']);
+    expect(dropped).toEqual(['b']);
+    // peek does not count as a use
+    expect(map.peek('a')).toBe(1);
+    map.set('d', 4);
+    expect([...map.keys()]).toEqual(['c', 'd']);
+  });
+
+  it('evicts by approximate bytes, and refuses an entry over the bound by itself', () => {
+    const map = new BoundedMap<string, string>({ maxEntries: 100, maxBytes: 10, sizeOf: (v) => v.length });
+    map.set('a', 'xxxx');
+    map.set('b', 'yyyy');
+    expect(map.bytes).toBe(8);
+    map.set('c', 'zzzz');
+    expect([...map.keys()]).toEqual(['b', 'c']);
+    expect(map.bytes).toBe(8);
+    expect(map.set('big', 'x'.repeat(11))).toBe(false);
+    expect(map.has('big')).toBe(false);
+    // replacing an entry counts its new size only
+    map.set('b', 'y');
+    expect(map.bytes).toBe(5);
+  });
+
+  it('tells of every entry that leaves: replaced, deleted, cleared', () => {
+    const dropped: string[] = [];
+    const map = new BoundedMap<string, number>({ maxEntries: 10, onDrop: (k, v) => dropped.push(`${k}=${v}`) });
+    map.set('a', 1);
+    map.set('a', 2);
+    map.set('b', 3);
+    map.delete('b');
+    map.set('c', 4);
+    map.clear();
+    expect(dropped).toEqual(['a=1', 'b=3', 'a=2', 'c=4']);
+    expect(map.size).toBe(0);
+  });
+
+  it('does not keep what was read before a delete or clear (even of a key it did not hold)', () => {
+    const map = new BoundedMap<string, number>({ maxEntries: 10 });
+    let seen = map.drops;
+    map.delete('x');
+    expect(map.setIfUnchanged('x', 1, seen)).toBe(false);
+    seen = map.drops;
+    expect(map.setIfUnchanged('x', 2, seen)).toBe(true);
+    seen = map.drops;
+    map.set('y', 1); // adding and evicting are no drops
+    expect(map.setIfUnchanged('z', 3, seen)).toBe(true);
+    map.clear();
+    expect(map.setIfUnchanged('z', 4, seen)).toBe(false);
+  });
+
+  it('deletes what a test picks', () => {
+    const map = new BoundedMap<string, number>({ maxEntries: 10 });
+    for (const [k, v] of [['a', 1], ['b', 2], ['c', 3]] as const) map.set(k, v);
+    map.deleteWhere((v) => v % 2 === 1);
+    expect([...map.entries()]).toEqual([['b', 2]]);
+  });
+});

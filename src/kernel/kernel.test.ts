@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrations } from '../store/migrations/index.js';
+import { openSqlite } from '../store/sqlite.js';
+import { Store } from '../store/store.js';
+import { CacheRegistry, type Cache } from './caches.js';
+import type { Change } from './changes.js';
+import { Kernel } from './kernel.js';
+
+let store: Store;
+let kernel: Kernel;
+const failures: unknown[] = [];
+
+beforeAll(async () => {
+  store = new Store(openSqlite(':memory:'));
+  await store.migrate(migrations);
+  kernel = new Kernel({ store, clock: () => Date.parse('2026-01-02T03:04:05.000Z'), log: { error: (obj: unknown) => failures.push(obj) } as never });
+});
+
+afterAll(async () => {
+  await store.close();
+});
+
+const identityType = (id: string) => ({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', tags: {} });
+
+describe('the kernel', () => {
+  it('delivers the changes of a write after its commit, and resolves the write only once listeners are done', async () => {
+    const seen: string[] = [];
+    const stop = kernel.changes.subscribe(async (c) => {
+      // The row is committed: a read outside the transaction sees it.
+      const row = await store.db.selectFrom('identity_types').select('id').where('id', '=', c.id).executeTakeFirst();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      seen.push(`${c.collection} ${c.kind} ${c.id} ${row ? 'stored' : 'absent'}`);
+    });
+    try {
+      await kernel.write(async (ctx) => {
+        await ctx.insert('identity-types', identityType('k1'));
+        await ctx.update('identity-types', 'k1', { name: 'k1 renamed' });
+        expect(seen).toEqual([]);
+      });
+      expect(seen).toEqual(['identity-types create k1 stored', 'identity-types update k1 stored']);
+    } finally {
+      stop();
+    }
+  });
+
+  it('announces nothing for a write that rolls back', async () => {
+    const seen: Change[] = [];
+    const stop = kernel.changes.subscribe((c) => void seen.push(c));
+    try {
+      await expect(
+        kernel.write(async (ctx) => {
+          await ctx.insert('identity-types', identityType('k2'));
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect(seen).toEqual([]);
+      expect(await kernel.repo('identity-types').exists(store.db, 'k2')).toBe(false);
+    } finally {
+      stop();
+    }
+  });
+
+  it('records the owner of a record from its definition, and only rows that were there', async () => {
+    const seen: Change[] = [];
+    const stop = kernel.changes.subscribe((c) => void seen.push(c));
+    try {
+      await kernel.write(async (ctx) => {
+        expect(await ctx.update('identity-types', 'nothing-here', { name: 'x' })).toBe(false);
+        expect(await ctx.remove('identity-types', 'nothing-here')).toBe(false);
+        await ctx.remove('identity-types', 'k1', 'owner-1');
+      });
+      expect(seen).toEqual([{ collection: 'identity-types', kind: 'delete', id: 'k1', ownerId: 'owner-1' }]);
+    } finally {
+      stop();
+    }
+  });
+
+  it('logs a failing listener and never fails the committed write; later listeners still hear', async () => {
+    const heard: string[] = [];
+    const stops = [
+      kernel.changes.subscribe(() => {
+        throw new Error('listener broke');
+      }),
+      kernel.changes.subscribe((c) => void heard.push(c.id)),
+    ];
+    failures.length = 0;
+    try {
+      await kernel.write((ctx) => ctx.insert('identity-types', identityType('k3')));
+      expect(heard).toEqual(['k3']);
+      expect(failures).toHaveLength(1);
+      expect(await kernel.repo('identity-types').exists(store.db, 'k3')).toBe(true);
+    } finally {
+      for (const stop of stops) stop();
+    }
+  });
+});
+
+describe('the cache registry', () => {
+  function cache(name: string, onChange: (c: Change) => void = () => undefined): Cache & { resets: number; heard: string[] } {
+    return {
+      name,
+      resets: 0,
+      heard: [],
+      onChange(c) {
+        this.heard.push(c.id);
+        onChange(c);
+      },
+      reset() {
+        this.resets++;
+      },
+    };
+  }
+
+  it('tells every registered cache of each change, resets one whose listener fails, and resets all on demand', async () => {
+    const registry = new CacheRegistry(kernel.changes, { error: () => undefined } as never);
+    const good = registry.register(cache('good'));
+    const bad = registry.register(
+      cache('bad', () => {
+        throw new Error('cannot follow');
+      }),
+    );
+    expect(registry.names()).toEqual(['good', 'bad']);
+    expect(() => registry.register(good)).toThrow(/twice/);
+
+    await kernel.write((ctx) => ctx.insert('identity-types', identityType('k4')));
+    expect(good.heard).toEqual(['k4']);
+    expect(bad.heard).toEqual(['k4']);
+    expect([good.resets, bad.resets]).toEqual([0, 1]);
+
+    await registry.resetAll();
+    expect([good.resets, bad.resets]).toEqual([1, 2]);
+
+    registry.unregister(bad);
+    await kernel.write((ctx) => ctx.remove('identity-types', 'k4'));
+    expect(good.heard).toEqual(['k4', 'k4']);
+    expect(bad.heard).toEqual(['k4']);
+    registry.unregister(good);
+  });
+});
