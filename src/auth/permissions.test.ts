@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Action } from '../http/auth-requirements.js';
+import type { Action } from './permissions.js';
 import { allows, type Permitted } from './permissions.js';
 
 const ACTIONS: readonly Action[] = ['read', 'create', 'update', 'delete'];

@@ -1,5 +1,6 @@
 // Who may do what on the Management API: pure, from the identity's flags and permissions.
-import type { Action } from '../http/auth-requirements.js';
+/** What a route does to its records, as permissions name it. */
+export type Action = 'read' | 'create' | 'update' | 'delete';
 
 export interface Permitted {
   isAdmin: boolean;

@@ -1,6 +1,8 @@
 // What each route requires of its caller. Every route declares one; the credential pipeline
 // enforces it, so authorization is decided on the server for every route.
-export type Action = 'read' | 'create' | 'update' | 'delete';
+import type { Action } from '../auth/permissions.js';
+
+export type { Action } from '../auth/permissions.js';
 
 export type RouteAuth =
   /** No credential (informational endpoints, authenticate, enrollment). */
