@@ -2,7 +2,8 @@
 // context; every record it creates, updates or deletes is recorded as a change (the context's row
 // helpers record it themselves; other writes call `changed`), and once the transaction has
 // committed the change feed delivers them — the write resolves after every listener has handled
-// them. A write that throws rolls back and announces nothing. Below everything that has behaviour
+// them (changes.ts: buffered in process now; an outbox read by sequence on PostgreSQL later). A
+// write that throws rolls back and announces nothing. Below everything that has behaviour
 // (domain, auth, oidc, policy): it knows the store, the resource definitions and the feed, nothing else.
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
