@@ -6,6 +6,7 @@ import type { CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { iso } from '../src/clock.js';
 import { Grants, template, type Grant, type RefreshCheck } from '../src/oidc/grants.js';
+import { Kernel } from '../src/kernel/kernel.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
 import { Store } from '../src/store/store.js';
@@ -47,13 +48,18 @@ async function storedExpiry(grant: Grant): Promise<number | undefined> {
   return (await grants.live()).get(grant.apiSessionId);
 }
 
+/** A kernel over the store, on the test clock (the clock is read at each write). */
+function kernelOf(s: Store): Kernel {
+  return new Kernel({ store: s, clock: () => clock() });
+}
+
 beforeEach(async () => {
   store = new Store(openSqlite(':memory:'));
   await store.migrate(migrations);
   clock = testClock();
   const at = iso(clock());
   await store.db.insertInto('auth_policies').values({ id: 'policy', created_at: at, updated_at: at, name: 'p', primary: '{}', secondary: '{}' }).execute();
-  grants = new Grants(store, clock, LIFETIME);
+  grants = new Grants(kernelOf(store), clock, LIFETIME);
 });
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -68,7 +74,7 @@ describe('a grant', () => {
     expect(await storedExpiry(grant)).toBe(grant.expiresAt);
     // Another process (nothing in its memory) reads the token from the store.
     const check = vi.fn(pass);
-    const cold = await new Grants(store, clock, LIFETIME).refresh(refreshToken, check);
+    const cold = await new Grants(kernelOf(store), clock, LIFETIME).refresh(refreshToken, check);
     expect(check).toHaveBeenCalledWith(grant, clock());
     expect(cold).toMatchObject({ kind: 'rotated', grant: { ...grant, expiresAt: clock() + LIFETIME } });
   });
@@ -90,7 +96,7 @@ describe('a grant', () => {
     const rotatedAt = clock();
     clock.advance(60_000);
     const again = vi.fn(pass);
-    const cold = await new Grants(store, clock, LIFETIME).refresh(outcome.refreshToken, again);
+    const cold = await new Grants(kernelOf(store), clock, LIFETIME).refresh(outcome.refreshToken, again);
     expect(again).toHaveBeenCalledWith({ ...grant, expiresAt: rotatedAt + LIFETIME }, rotatedAt);
     expect(cold.kind).toBe('rotated');
     expect(await storedExpiry(grant)).toBe(clock() + LIFETIME);
@@ -120,7 +126,7 @@ describe('a token', () => {
   it('expires at its lifetime to the millisecond, in memory and read from the store', async () => {
     const { grant, refreshToken } = await newGrant();
     clock.advance(LIFETIME - 1);
-    const other = new Grants(store, clock, LIFETIME);
+    const other = new Grants(kernelOf(store), clock, LIFETIME);
     expect((await other.refresh(refreshToken, pass)).kind).toBe('rotated');
 
     const second = await newGrant();
@@ -130,7 +136,7 @@ describe('a token', () => {
     const remembered = grants.remembering;
     expect(await grants.refresh(second.refreshToken, check)).toEqual({ kind: 'expired', grant: second.grant });
     expect(grants.remembering).toBe(remembered - 1);
-    expect(await new Grants(store, clock, LIFETIME).refresh(third.refreshToken, check)).toEqual({ kind: 'expired', grant: third.grant });
+    expect(await new Grants(kernelOf(store), clock, LIFETIME).refresh(third.refreshToken, check)).toEqual({ kind: 'expired', grant: third.grant });
     // Expired stays expired (and is forgotten: the store answers the same).
     expect((await grants.refresh(second.refreshToken, check)).kind).toBe('expired');
     expect(check).not.toHaveBeenCalled();
@@ -151,7 +157,7 @@ describe('a token', () => {
     clock.advance(60_000);
     const check = vi.fn(pass);
     expect(await grants.refresh(refreshToken, check)).toEqual({ kind: 'reused', grant: expect.objectContaining({ id: grant.id }) });
-    expect(await new Grants(store, clock, LIFETIME).refresh(refreshToken, check)).toEqual({ kind: 'reused', grant: { ...grant, expiresAt: extended } });
+    expect(await new Grants(kernelOf(store), clock, LIFETIME).refresh(refreshToken, check)).toEqual({ kind: 'reused', grant: { ...grant, expiresAt: extended } });
     expect(check).not.toHaveBeenCalled();
     expect(await storedExpiry(grant)).toBe(extended);
   });
@@ -166,7 +172,7 @@ describe('a token', () => {
 
   it('rotated by another process while remembered here: reuse, never a second successor', async () => {
     const { grant, refreshToken } = await newGrant();
-    const elsewhere = await new Grants(store, clock, LIFETIME).refresh(refreshToken, pass);
+    const elsewhere = await new Grants(kernelOf(store), clock, LIFETIME).refresh(refreshToken, pass);
     expect(elsewhere.kind).toBe('rotated');
     clock.advance(1_000);
     const here = await grants.refresh(refreshToken, pass);
@@ -269,14 +275,14 @@ describe('the sweep', () => {
 });
 
 describe('remembered tokens', () => {
-  it('are bounded: at the bound the oldest tenth goes, and a forgotten token is read from the store', async () => {
-    const bounded = new Grants(store, clock, LIFETIME, 15);
+  it('are bounded: past the bound the least recently used goes, and a forgotten token is read from the store', async () => {
+    const bounded = new Grants(kernelOf(store), clock, LIFETIME, 15);
     const made = [];
     for (let i = 0; i < 15; i++) made.push(await newGrant(bounded));
     expect(bounded.remembering).toBe(15);
     made.push(await newGrant(bounded));
-    // 15 - ceil(1.5) + 1
-    expect(bounded.remembering).toBe(14);
+    // the first token made left for the sixteenth
+    expect(bounded.remembering).toBe(15);
     const select = vi.spyOn(store.db, 'executeQuery');
     expect((await bounded.refresh(made[0]!.refreshToken, pass)).kind).toBe('rotated');
     expect(select).toHaveBeenCalled();
