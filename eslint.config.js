@@ -2,6 +2,28 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/** One no-restricted-imports rule per layer: the folders it may not import, and the packages. */
+function layers(rules) {
+  return rules.map(({ files, deny, packages }) => ({
+    files: files.map((f) => `${f}/*.ts`),
+    ignores: ['src/**/*.test.ts', 'src/**/*.test-support.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: packages.map((name) => ({ name, message: 'this layer does not use this package (DESIGN.md, Layout)' })),
+          patterns: [
+            {
+              regex: `^(\\.\\./)+(${deny.join('|')})/`,
+              message: 'a layer imports only the layers below it (DESIGN.md, Layout)',
+            },
+          ],
+        },
+      ],
+    },
+  }));
+}
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.node/', '.stryker-tmp/', 'reports/', 'overlay-data/', 'bench/data/', 'coverage/'] },
   js.configs.recommended,
@@ -14,6 +36,18 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  // The layers (DESIGN.md, Layout): a folder imports only what sits below it; app/ is the one
+  // composition root. Tests may import anything.
+  ...layers([
+    // pure: no I/O of their own
+    { files: ['src/query/**', 'src/resources/**', 'src/pki/**', 'src/config/**'], deny: ['kernel', 'store', 'policy', 'auth', 'oidc', 'domain', 'http', 'app'], packages: ['better-sqlite3', 'fastify', 'pino'] },
+    { files: ['src/store/**'], deny: ['kernel', 'policy', 'auth', 'oidc', 'domain', 'http', 'app'], packages: ['fastify'] },
+    { files: ['src/kernel/**'], deny: ['policy', 'auth', 'oidc', 'domain', 'http', 'app'], packages: ['better-sqlite3', 'fastify'] },
+    { files: ['src/policy/**'], deny: ['auth', 'oidc', 'domain', 'http', 'app'], packages: ['better-sqlite3', 'fastify'] },
+    { files: ['src/auth/**'], deny: ['oidc', 'domain', 'http', 'app'], packages: ['better-sqlite3', 'fastify'] },
+    { files: ['src/oidc/**'], deny: ['domain', 'http', 'app'], packages: ['better-sqlite3', 'fastify'] },
+    { files: ['src/domain/**'], deny: ['http', 'app'], packages: ['better-sqlite3', 'fastify'] },
+  ]),
   {
     files: ['test/**/*.ts', 'src/**/*.test.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off', '@typescript-eslint/no-non-null-assertion': 'off', 'no-console': 'off' },

@@ -11,7 +11,7 @@ import { OAuthError } from '../../oidc/errors.js';
 import type { AuthRequest } from '../../oidc/flow.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
-import { SCOPES_SUPPORTED, splitList } from '../../oidc/provider.js';
+import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
 import { RedirectPolicy, withQuery } from '../../oidc/redirects.js';
 import { CLIENT_ID } from '../../oidc/tokens.js';
 import { JWS_ALGORITHMS } from '../../oidc/jws.js';
