@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, HOST, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
-import { ClientNetwork } from '../src/domain/client-network.js';
+import { ClientNetwork } from '../src/domain/client/read-model.js';
 
 let t: TestController;
 let net: Network;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, Network, ok, type Person } from './fixtures/network.js';
-import { KEPT_FAILURES } from '../src/domain/posture.js';
+import { KEPT_FAILURES } from '../src/domain/client/posture-store.js';
 
 let t: TestController;
 let net: Network;

@@ -2,8 +2,8 @@
 // Management API, and what its routes take from a request.
 import type { FastifyRequest } from 'fastify';
 import type { Core } from '../../app/core.js';
-import { ClientNetwork } from '../../domain/client-network.js';
-import type { Caller } from '../../domain/client-services.js';
+import { ClientNetwork } from '../../domain/client/read-model.js';
+import type { Caller } from '../../domain/client/service-list.js';
 import { principalOf } from '../credentials.js';
 
 const networks = new WeakMap<Core, ClientNetwork>();

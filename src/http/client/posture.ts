@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
-import { checkResponses, PostureResponseBulkSchema, PostureResponseSchema, type PostureResponse } from '../../domain/posture.js';
+import { checkResponses, PostureResponseBulkSchema, PostureResponseSchema, type PostureResponse } from '../../domain/client/posture-store.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { dataEnvelopeSchema } from '../resource-routes.js';

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
-import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate } from '../../domain/sessions.js';
+import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate } from '../../domain/client/sessions.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';

@@ -3,8 +3,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
-import { PostureDataSchema, PostureFailureSchema } from '../../domain/posture.js';
-import { SESSION_FILTER, SessionSchema } from '../../domain/sessions.js';
+import { PostureDataSchema, PostureFailureSchema } from '../../domain/client/posture-store.js';
+import { SESSION_FILTER, SessionSchema } from '../../domain/client/sessions.js';
 import { notFound } from '../../errors.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';

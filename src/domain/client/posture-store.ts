@@ -5,16 +5,16 @@
 // Reported data is stored per API session (the device that reported it) and read from memory; a
 // write goes to the store first, then to memory. Refused session requests are recorded per identity.
 import { Type } from '@sinclair/typebox';
-import { fieldError } from '../errors.js';
-import { iso, type Clock } from '../clock.js';
-import { newId } from '../ids.js';
-import type { PostureCheckType } from './posture-checks.js';
-import { BoundedMap } from '../kernel/bounded-map.js';
-import type { Cache } from '../kernel/caches.js';
-import type { Change } from '../kernel/changes.js';
-import type { Kernel } from '../kernel/kernel.js';
-import type { Repository } from '../store/repository.js';
-import type { Executor, Store } from '../store/store.js';
+import { fieldError } from '../../errors.js';
+import { iso, type Clock } from '../../clock.js';
+import { newId } from '../../ids.js';
+import type { PostureCheckType } from '../posture-checks.js';
+import { BoundedMap } from '../../kernel/bounded-map.js';
+import type { Cache } from '../../kernel/caches.js';
+import type { Change } from '../../kernel/changes.js';
+import type { Kernel } from '../../kernel/kernel.js';
+import type { Repository } from '../../store/repository.js';
+import type { Executor, Store } from '../../store/store.js';
 
 // ---- what clients report ---------------------------------------------------------------------------
 

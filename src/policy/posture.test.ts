@@ -1,4 +1,4 @@
-// The pure posture evaluation (src/domain/posture.ts), table-driven: each kind of check against
+// The pure posture evaluation (src/policy/posture.ts), table-driven: each kind of check against
 // reported data, version constraints, a policy passing only when all its checks pass, and the
 // posture queries of client service answers.
 import { describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import {
   type PostureCheck,
   type PostureFacts,
   type SessionPosture,
-} from '../src/domain/posture.js';
+} from '../domain/client/posture-store.js';
 
 const NOW = Date.parse('2026-01-02T03:04:05.678Z');
 

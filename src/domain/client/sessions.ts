@@ -9,25 +9,25 @@
 // first needed and kept in memory.
 import { sql, type SqlBool } from 'kysely';
 import { Type } from '@sinclair/typebox';
-import { ApiError, fieldError, notFound } from '../errors.js';
-import { iso, type Clock } from '../clock.js';
-import { newUuid } from '../ids.js';
-import { entityRef, filterSpec, TagsSchema, type FilterSpec } from '../resources/kit.js';
-import { edgeRouters as edgeRoutersDef } from '../resources/routers.js';
-import { sessions as sessionsDef, type SessionType } from '../resources/sessions.js';
-import { parseCompact, signCompact, verifySignature } from '../oidc/jws.js';
-import type { SigningKeys } from '../oidc/keys.js';
-import type { Issuers } from '../oidc/issuer.js';
-import type { Entity, ListQuery, Repository } from '../store/repository.js';
-import type { Store } from '../store/store.js';
-import type { ApiSessions } from '../auth/api-sessions.js';
-import { BoundedMap } from '../kernel/bounded-map.js';
-import type { Cache } from '../kernel/caches.js';
-import type { Change } from '../kernel/changes.js';
-import type { Kernel } from '../kernel/kernel.js';
-import { factsOf, type AccessViews, type Caller, type PostureCheckCatalog } from './client-services.js';
-import { evaluatePolicy, type CheckResult, type PostureCheck, type PostureFailure, type PostureStore } from './posture.js';
-import { identityEdgeRouters, idIn, serviceEdgeRouters } from './related.js';
+import { ApiError, fieldError, notFound } from '../../errors.js';
+import { iso, type Clock } from '../../clock.js';
+import { newUuid } from '../../ids.js';
+import { entityRef, filterSpec, TagsSchema, type FilterSpec } from '../../resources/kit.js';
+import { edgeRouters as edgeRoutersDef } from '../../resources/routers.js';
+import { sessions as sessionsDef, type SessionType } from '../../resources/sessions.js';
+import { parseCompact, signCompact, verifySignature } from '../../oidc/jws.js';
+import type { SigningKeys } from '../../oidc/keys.js';
+import type { Issuers } from '../../oidc/issuer.js';
+import type { Entity, ListQuery, Repository } from '../../store/repository.js';
+import type { Store } from '../../store/store.js';
+import type { ApiSessions } from '../../auth/api-sessions.js';
+import { BoundedMap } from '../../kernel/bounded-map.js';
+import type { Cache } from '../../kernel/caches.js';
+import type { Change } from '../../kernel/changes.js';
+import type { Kernel } from '../../kernel/kernel.js';
+import { factsOf, type AccessViews, type Caller, type PostureCheckCatalog } from './service-list.js';
+import { evaluatePolicy, type CheckResult, type PostureCheck, type PostureFailure, type PostureStore } from './posture-store.js';
+import { identityEdgeRouters, idIn, serviceEdgeRouters } from '../related.js';
 
 /** Edge routers answered with a new session. */
 export const SESSION_EDGE_ROUTERS = 25;

@@ -4,17 +4,17 @@
 // entry per policy granting access; and the service-list change marker.
 import { createHash } from 'node:crypto';
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { iso, type Clock } from '../clock.js';
-import { notFound } from '../errors.js';
-import { entityLinks, type ResourceDef } from '../resources/kit.js';
-import { services as servicesDef } from '../resources/services.js';
-import type { Entity, ListQuery, Repository } from '../store/repository.js';
-import type { Store } from '../store/store.js';
-import { BoundedMap } from '../kernel/bounded-map.js';
-import type { Cache } from '../kernel/caches.js';
-import type { Change } from '../kernel/changes.js';
-import { evaluatePolicy, postureQuery, type PostureCheck, type PostureFacts, type PostureQuery, type PostureStore } from './posture.js';
-import { idIn, RELATIONS, type PolicyType } from './related.js';
+import { iso, type Clock } from '../../clock.js';
+import { notFound } from '../../errors.js';
+import { entityLinks, type ResourceDef } from '../../resources/kit.js';
+import { services as servicesDef } from '../../resources/services.js';
+import type { Entity, ListQuery, Repository } from '../../store/repository.js';
+import type { Store } from '../../store/store.js';
+import { BoundedMap } from '../../kernel/bounded-map.js';
+import type { Cache } from '../../kernel/caches.js';
+import type { Change } from '../../kernel/changes.js';
+import { evaluatePolicy, postureQuery, type PostureCheck, type PostureFacts, type PostureQuery, type PostureStore } from './posture-store.js';
+import { idIn, RELATIONS, type PolicyType } from '../related.js';
 
 /** Who asks: the identity and the API session of the credential. */
 export interface Caller {

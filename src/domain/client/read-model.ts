@@ -1,11 +1,11 @@
 // Everything the Client API's service lists, sessions and posture share: one set per controller,
 // each cache registered with the controller's cache registry and following the change feed.
-import type { ApiSessions } from '../auth/api-sessions.js';
-import type { Clock } from '../clock.js';
-import type { CacheRegistry } from '../kernel/caches.js';
-import type { Issuers } from '../oidc/issuer.js';
-import type { SigningKeys } from '../oidc/keys.js';
-import type { Store } from '../store/store.js';
+import type { ApiSessions } from '../../auth/api-sessions.js';
+import type { Clock } from '../../clock.js';
+import type { CacheRegistry } from '../../kernel/caches.js';
+import type { Issuers } from '../../oidc/issuer.js';
+import type { SigningKeys } from '../../oidc/keys.js';
+import type { Store } from '../../store/store.js';
 import {
   AccessViews,
   AnswerCache,
@@ -17,9 +17,9 @@ import {
   ViewGenerations,
   viewStamp,
   type Caller,
-} from './client-services.js';
-import { PostureStore } from './posture.js';
-import type { Resources } from './resources.js';
+} from './service-list.js';
+import { PostureStore } from './posture-store.js';
+import type { Resources } from '../resources.js';
 import { Sessions } from './sessions.js';
 
 export interface ClientNetworkDeps {
