@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
 import { ClientNetwork } from '../src/domain/client/read-model.js';
-import type { Caller } from '../src/domain/client/service-list.js';
+import type { Caller } from '../src/domain/client/caller.js';
 
 let t: TestController;
 let net: Network;

@@ -10,7 +10,7 @@ import {
   type PostureCheck,
   type PostureFacts,
   type SessionPosture,
-} from '../domain/client/posture-store.js';
+} from './posture.js';
 
 const NOW = Date.parse('2026-01-02T03:04:05.678Z');
 

@@ -1,6 +1,6 @@
-// Posture (behaviour.md §4): what clients report about their device, kept per API session, and the
-// pure evaluation of posture checks against it. A session request passes when at least one service
-// policy of the requested type granting access has every one of its checks passing.
+// The posture store (behaviour.md §4): what clients report about their device, kept per API
+// session, and the session requests refused for failing posture checks, kept per identity. Whether
+// the data satisfies posture checks is decided by the pure evaluation in policy/posture.ts.
 //
 // Reported data is stored per API session (the device that reported it) and read from memory; a
 // write goes to the store first, then to memory. Refused session requests are recorded per identity.
@@ -8,13 +8,13 @@ import { Type } from '@sinclair/typebox';
 import { fieldError } from '../../errors.js';
 import { iso, type Clock } from '../../clock.js';
 import { newId } from '../../ids.js';
-import type { PostureCheckType } from '../posture-checks.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
 import type { Kernel } from '../../kernel/kernel.js';
 import type { Repository } from '../../store/repository.js';
 import type { Executor, Store } from '../../store/store.js';
+import type { OsReport, ProcessReport, Reported, SessionPosture } from '../../policy/posture.js';
 
 // ---- what clients report ---------------------------------------------------------------------------
 
@@ -70,39 +70,6 @@ export interface PostureResponse {
   woken?: boolean;
 }
 
-/** A reported value with where it came from. */
-export interface Reported<T> {
-  postureCheckId: string | null;
-  /** ms */
-  lastUpdatedAt: number;
-  value: T;
-}
-
-export interface OsReport {
-  type: string;
-  version: string;
-  build: string;
-}
-
-export interface ProcessReport {
-  path: string;
-  isRunning: boolean;
-  hash: string;
-  signerFingerprints: string[];
-}
-
-/** Everything one API session reported. */
-export interface SessionPosture {
-  apiSessionId: string;
-  identityId: string;
-  os?: Reported<OsReport>;
-  domain?: Reported<{ domain: string }>;
-  mac?: Reported<{ addresses: string[] }>;
-  /** By path as reported. */
-  processes: Map<string, Reported<ProcessReport>>;
-  endpointState: { unlockedAt?: number; wokenAt?: number; lastUpdatedAt?: number };
-}
-
 function emptyPosture(apiSessionId: string, identityId: string): SessionPosture {
   return { apiSessionId, identityId, processes: new Map(), endpointState: {} };
 }
@@ -123,222 +90,6 @@ export function checkResponses(responses: readonly PostureResponse[], field: (i:
       if (r[name] === undefined) throw fieldError(field(i, name), `is required for a ${r.typeId} response`);
     }
   }
-}
-
-// ---- evaluation (pure) -------------------------------------------------------------------------------
-
-/** A stored posture check, as evaluation needs it. */
-export interface PostureCheck {
-  id: string;
-  name: string;
-  typeId: PostureCheckType | string;
-  operatingSystems?: { type: string; versions: string[] }[] | null;
-  process?: { osType: string; path: string; hashes?: string[]; signerFingerprint?: string } | null;
-  processes?: { osType: string; path: string; hashes?: string[]; signerFingerprints?: string[] }[] | null;
-  semantic?: string | null;
-  domains?: string[] | null;
-  macAddresses?: string[] | null;
-  timeoutSeconds?: number | null;
-  promptOnWake?: boolean | null;
-  promptOnUnlock?: boolean | null;
-}
-
-/** What evaluation knows beyond the reported data. */
-export interface PostureFacts {
-  posture: SessionPosture | undefined;
-  /**
-   * The API session completed its secondary factor (and when, ms). Until TOTP lands nothing
-   * completes it, so MFA checks fail.
-   */
-  mfa: { isMfaComplete: boolean; passedAt: number };
-  /** ms */
-  now: number;
-}
-
-/** Dotted version parts as numbers; a part that is not a number counts by its leading digits. */
-function versionParts(v: string): number[] {
-  return v
-    .trim()
-    .replace(/^v/i, '')
-    .split(/[.+-]/)
-    .map((p) => {
-      const m = /^\d+/.exec(p);
-      return m ? Number(m[0]) : 0;
-    });
-}
-
-function compareVersions(a: string, b: string): number {
-  const x = versionParts(a);
-  const y = versionParts(b);
-  for (let i = 0; i < Math.max(x.length, y.length); i++) {
-    const d = (x[i] ?? 0) - (y[i] ?? 0);
-    if (d !== 0) return d < 0 ? -1 : 1;
-  }
-  return 0;
-}
-
-/**
- * Whether `version` satisfies a version constraint of an OS check: alternatives separated by `||`,
- * each a space-separated conjunction of `>=v`, `>v`, `<=v`, `<v`, `=v`, `==v`, `!=v` or a bare `v`
- * (equal). Missing parts count as 0 (`10` = `10.0.0`).
- */
-export function versionSatisfies(version: string, spec: string): boolean {
-  return spec.split('||').some((alternative) => {
-    const terms = alternative.trim().split(/\s+/).filter((t) => t !== '');
-    if (terms.length === 0) return false;
-    return terms.every((term) => {
-      const m = /^(>=|<=|==|!=|>|<|=)?\s*(.+)$/.exec(term);
-      if (!m) return false;
-      const c = compareVersions(version, m[2]!);
-      switch (m[1]) {
-        case '>=':
-          return c >= 0;
-        case '<=':
-          return c <= 0;
-        case '>':
-          return c > 0;
-        case '<':
-          return c < 0;
-        case '!=':
-          return c !== 0;
-        default:
-          return c === 0;
-      }
-    });
-  });
-}
-
-const lower = (s: string) => s.toLowerCase();
-/** A MAC address or certificate fingerprint compared without case and separators. */
-const hexKey = (s: string) => s.toLowerCase().replace(/[^0-9a-f]/g, '');
-
-function processPasses(
-  posture: SessionPosture | undefined,
-  want: { osType: string; path: string; hashes?: string[] },
-  fingerprints: readonly string[],
-): boolean {
-  if (!posture) return false;
-  const windows = want.osType === 'Windows' || want.osType === 'WindowsServer';
-  const same = (a: string, b: string) => (windows ? lower(a) === lower(b) : a === b);
-  for (const reported of posture.processes.values()) {
-    const p = reported.value;
-    if (!same(p.path, want.path) || !p.isRunning) continue;
-    if (want.hashes && want.hashes.length > 0 && !want.hashes.some((h) => lower(h) === lower(p.hash))) continue;
-    if (fingerprints.length > 0) {
-      const signed = new Set(p.signerFingerprints.map(hexKey));
-      if (!fingerprints.some((f) => signed.has(hexKey(f)))) continue;
-    }
-    return true;
-  }
-  return false;
-}
-
-/** When a passed MFA stops counting (ms), or Infinity. */
-function mfaExpiry(check: PostureCheck, facts: PostureFacts): number {
-  const timeout = check.timeoutSeconds ?? -1;
-  return timeout < 0 ? Infinity : facts.mfa.passedAt + timeout * 1000;
-}
-
-/** Whether one check passes for an API session. */
-export function checkPasses(check: PostureCheck, facts: PostureFacts): boolean {
-  const p = facts.posture;
-  switch (check.typeId) {
-    case 'OS': {
-      const os = p?.os?.value;
-      if (!os) return false;
-      return (check.operatingSystems ?? []).some(
-        (entry) => lower(entry.type) === lower(os.type) && (entry.versions.length === 0 || entry.versions.some((v) => versionSatisfies(os.version, v))),
-      );
-    }
-    case 'PROCESS': {
-      const want = check.process;
-      if (!want) return false;
-      return processPasses(p, want, want.signerFingerprint ? [want.signerFingerprint] : []);
-    }
-    case 'PROCESS_MULTI': {
-      const list = check.processes ?? [];
-      if (list.length === 0) return false;
-      const passes = (w: (typeof list)[number]) => processPasses(p, w, w.signerFingerprints ?? []);
-      return check.semantic === 'AnyOf' ? list.some(passes) : list.every(passes);
-    }
-    case 'DOMAIN': {
-      const domain = p?.domain?.value.domain;
-      if (domain === undefined) return false;
-      return (check.domains ?? []).some((d) => lower(d) === lower(domain));
-    }
-    case 'MAC': {
-      const reported = new Set((p?.mac?.value.addresses ?? []).map(hexKey));
-      return (check.macAddresses ?? []).some((a) => reported.has(hexKey(a)));
-    }
-    case 'MFA': {
-      const { isMfaComplete, passedAt } = facts.mfa;
-      if (!isMfaComplete || facts.now >= mfaExpiry(check, facts)) return false;
-      const state = p?.endpointState ?? {};
-      if (check.promptOnWake === true && (state.wokenAt ?? -Infinity) > passedAt) return false;
-      if (check.promptOnUnlock === true && (state.unlockedAt ?? -Infinity) > passedAt) return false;
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
-export interface CheckResult {
-  id: string;
-  typeId: string;
-  isPassing: boolean;
-}
-
-/** Every check of one policy; the policy passes when all do (a policy without checks passes). */
-export function evaluatePolicy(checks: readonly PostureCheck[], facts: PostureFacts): { isPassing: boolean; results: CheckResult[] } {
-  const results = checks.map((c) => ({ id: c.id, typeId: String(c.typeId), isPassing: checkPasses(c, facts) }));
-  return { isPassing: results.every((r) => r.isPassing), results };
-}
-
-/** A posture query of a client service answer: one check, what it asks for and whether it passes. */
-export interface PostureQuery {
-  id: string;
-  typeId: string;
-  queryType: string;
-  isPassing: boolean;
-  /** seconds a passed MFA counts for; -1: forever or not an MFA check */
-  timeout: number;
-  /** seconds left; -1 as above */
-  timeoutRemaining: number;
-  promptOnWake?: boolean;
-  promptOnUnlock?: boolean;
-  process?: { osType: string; path: string };
-  processes?: { osType: string; path: string }[];
-}
-
-export const PostureQuerySchema = Type.Object({
-  id: Type.String(),
-  typeId: Type.String(),
-  queryType: Type.String(),
-  isPassing: Type.Boolean(),
-  timeout: Type.Integer(),
-  timeoutRemaining: Type.Integer(),
-  promptOnWake: Type.Optional(Type.Boolean()),
-  promptOnUnlock: Type.Optional(Type.Boolean()),
-  process: Type.Optional(Type.Object({ osType: Type.String(), path: Type.String() })),
-  processes: Type.Optional(Type.Array(Type.Object({ osType: Type.String(), path: Type.String() }))),
-});
-
-export function postureQuery(check: PostureCheck, facts: PostureFacts): PostureQuery {
-  const isPassing = checkPasses(check, facts);
-  const q: PostureQuery = { id: check.id, typeId: String(check.typeId), queryType: String(check.typeId), isPassing, timeout: -1, timeoutRemaining: -1 };
-  if (check.typeId === 'MFA') {
-    const timeout = check.timeoutSeconds ?? -1;
-    q.timeout = timeout;
-    if (timeout >= 0) q.timeoutRemaining = isPassing ? Math.max(0, Math.floor((mfaExpiry(check, facts) - facts.now) / 1000)) : 0;
-    q.promptOnWake = check.promptOnWake === true;
-    q.promptOnUnlock = check.promptOnUnlock === true;
-  } else if (check.typeId === 'PROCESS' && check.process) {
-    q.process = { osType: check.process.osType, path: check.process.path };
-  } else if (check.typeId === 'PROCESS_MULTI' && check.processes) {
-    q.processes = check.processes.map((p) => ({ osType: p.osType, path: p.path }));
-  }
-  return q;
 }
 
 // ---- the posture store ---------------------------------------------------------------------------------

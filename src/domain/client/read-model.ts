@@ -6,21 +6,16 @@ import type { CacheRegistry } from '../../kernel/caches.js';
 import type { Issuers } from '../../oidc/issuer.js';
 import type { SigningKeys } from '../../oidc/keys.js';
 import type { Store } from '../../store/store.js';
-import {
-  AccessViews,
-  AnswerCache,
-  ClientServices,
-  ConfigTypeCatalog,
-  PostureCheckCatalog,
-  ServiceCatalog,
-  ServiceUpdateMarkers,
-  ViewGenerations,
-  viewStamp,
-  type Caller,
-} from './service-list.js';
-import { PostureStore } from './posture-store.js';
+import { AnswerCache } from '../../http/client/answer-cache.js';
 import type { Resources } from '../resources.js';
+import { AccessViews } from './access-views.js';
+import type { Caller } from './caller.js';
+import { ConfigTypeCatalog, PostureCheckCatalog, ServiceCatalog } from './catalogs.js';
+import { PostureStore } from './posture-store.js';
+import { ClientServices } from './service-list.js';
+import { ServiceUpdateMarkers } from './service-updates.js';
 import { Sessions } from './sessions.js';
+import { ViewGenerations, viewStamp } from './view-generations.js';
 
 export interface ClientNetworkDeps {
   store: Store;

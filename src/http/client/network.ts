@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { ClientNetwork } from '../../domain/client/read-model.js';
-import type { Caller } from '../../domain/client/service-list.js';
+import type { Caller } from '../../domain/client/caller.js';
 import { principalOf } from '../credentials.js';
 
 const networks = new WeakMap<Core, ClientNetwork>();

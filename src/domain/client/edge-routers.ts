@@ -1,0 +1,90 @@
+// Edge routers as clients see them: the answer shape (how to reach a router, nothing of its
+// enrollment), the fields a client may filter and sort by, and the scopes of the edge routers an
+// identity may use, for any service or for one.
+import { sql, type SqlBool } from 'kysely';
+import { Type } from '@sinclair/typebox';
+import { filterSpec, type FilterSpec } from '../../resources/kit.js';
+import { edgeRouters as edgeRoutersDef } from '../../resources/routers.js';
+import type { Entity } from '../../store/repository.js';
+import { identityEdgeRouters, idIn, serviceEdgeRouters } from '../related.js';
+
+/** An edge router in a client answer: how to reach it, nothing of its enrollment. */
+export interface ClientEdgeRouter {
+  id: string;
+  name: string;
+  hostname: string;
+  isOnline: boolean;
+  supportedProtocols: Record<string, string>;
+  urls: Record<string, string>;
+  cost: number;
+  noTraversal: boolean;
+  disabled: boolean;
+}
+
+export const ClientEdgeRouterSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  hostname: Type.String(),
+  isOnline: Type.Boolean(),
+  supportedProtocols: Type.Record(Type.String(), Type.String()),
+  urls: Type.Record(Type.String(), Type.String(), { description: 'the same as supportedProtocols' }),
+  cost: Type.Integer(),
+  noTraversal: Type.Boolean(),
+  disabled: Type.Boolean(),
+});
+
+/** The edge router list items of the Client API: the entity base fields too. */
+export const ClientEdgeRouterListItemSchema = Type.Composite([
+  Type.Object({
+    _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })),
+    createdAt: Type.String(),
+    updatedAt: Type.String(),
+    tags: Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean(), Type.Null()])),
+  }),
+  ClientEdgeRouterSchema,
+]);
+
+export function clientEdgeRouter(e: Entity): ClientEdgeRouter {
+  const protocols = (e.supportedProtocols ?? {}) as Record<string, string>;
+  return {
+    id: e.id,
+    name: String(e.name),
+    hostname: String(e.hostname ?? ''),
+    isOnline: e.isOnline === true,
+    supportedProtocols: protocols,
+    urls: protocols,
+    cost: Number(e.cost ?? 0),
+    noTraversal: e.noTraversal === true,
+    disabled: e.disabled === true,
+  };
+}
+
+export function clientEdgeRouterListItem(e: Entity): Record<string, unknown> {
+  return {
+    _links: { self: { href: `./edge-routers/${e.id}` } },
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+    tags: e.tags,
+    ...clientEdgeRouter(e),
+  };
+}
+
+/** Filter and sort of client edge router lists: only the fields a client sees. */
+export const CLIENT_EDGE_ROUTER_FILTER: FilterSpec = (() => {
+  const full = filterSpec(edgeRoutersDef);
+  const shown = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'name', 'hostname', 'isOnline', 'cost', 'noTraversal', 'disabled']);
+  return {
+    symbols: new Map([...full.symbols].filter(([name]) => shown.has(name))),
+    sortable: new Set([...full.sortable].filter((name) => shown.has(name))),
+    fields: full.fields.filter((name) => shown.has(name)),
+  };
+})();
+
+/** Scopes of the client edge router lists. */
+export const edgeRouterScope = {
+  /** The edge routers an identity may use (edge router policies). */
+  ofIdentity: (identityId: string) => idIn(edgeRoutersDef.table, identityEdgeRouters(identityId)),
+  /** Those it may use for a service (and that service edge router policies let carry it). */
+  forService: (identityId: string, serviceId: string) =>
+    sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
+};

@@ -1,0 +1,80 @@
+// Service-update markers: `lastChangeAt` of `/current-api-session/service-updates`, the time the
+// caller's service list last changed, found by comparing a fingerprint of that list when a change
+// that may alter it has come.
+import { createHash } from 'node:crypto';
+import { iso } from '../../clock.js';
+import type { Cache } from '../../kernel/caches.js';
+import type { Change } from '../../kernel/changes.js';
+import type { Caller } from './caller.js';
+import type { PostureStore } from './posture-store.js';
+import type { ClientServices } from './service-list.js';
+import { viewStamp, type ViewGenerations } from './view-generations.js';
+
+interface MarkerState {
+  /** The generations the fingerprint was taken under. */
+  key: string;
+  fingerprint: string;
+  /** ms */
+  at: number;
+}
+
+/**
+ * `lastChangeAt` of `/current-api-session/service-updates`, per API session. It is the time of the
+ * last change of what the caller's full service list would show (every service it may use with its
+ * permissions, configs of every type, overrides and posture queries with isPassing) or of a config
+ * or posture check behind it (any write of one counts, even one that leaves the list as it was),
+ * found by comparing a fingerprint of that list. The fingerprint is taken again only after a change that may
+ * alter it: a change in VIEW_COLLECTIONS, of the caller's identity, of the API session's posture
+ * data or MFA state. So an unrelated change (another identity's attributes, an edge router) never
+ * moves it and costs nothing; a change elsewhere in the network costs one fingerprint per polling
+ * API session, and moves only the markers of callers whose list it changed. Posture checks that
+ * pass or fail with time alone (an MFA timeout) move it when it is next taken, not at that moment.
+ *
+ * A marker's time is history the store does not hold, so a reset keeps it (and the fingerprint it
+ * belongs to) and only makes every marker take its fingerprint again; an API session's marker goes
+ * with the session.
+ */
+export class ServiceUpdateMarkers implements Cache {
+  readonly name = 'service-update-markers';
+  private readonly state = new Map<string, MarkerState>();
+
+  constructor(
+    private readonly services: ClientServices,
+    private readonly generations: ViewGenerations,
+    private readonly posture: PostureStore,
+    /** ms; no marker is older than this (the controller start): nothing before it is known. */
+    private readonly since: number,
+  ) {}
+
+  onChange(c: Change): void {
+    if (c.collection === 'api-sessions' && c.kind === 'delete') this.state.delete(c.id);
+  }
+
+  reset(): void {
+    for (const s of this.state.values()) s.key = '';
+  }
+
+  async lastChangeAt(caller: Caller): Promise<string> {
+    const identity = this.generations.identity(caller.identityId);
+    const posture = this.posture.generation(caller.apiSessionId);
+    const global = this.generations.global;
+    const key = viewStamp(this.generations, this.posture, caller);
+    const prev = this.state.get(caller.apiSessionId);
+    if (prev && prev.key === key) return iso(prev.at);
+    const fingerprint = await this.fingerprint(caller);
+    let at: number;
+    if (!prev) at = Math.max(caller.sessionCreatedAt, this.since);
+    else if (prev.fingerprint === fingerprint) at = prev.at;
+    else at = Math.max(prev.at + 1, global.at, identity.at, posture.at);
+    // A change that lands while the fingerprint is taken is seen at the next call (the key is older).
+    this.state.set(caller.apiSessionId, { key, fingerprint, at });
+    return iso(at);
+  }
+
+  private async fingerprint(caller: Caller): Promise<string> {
+    const versions: string[] = [];
+    const { items } = await this.services.list(caller, { sort: [], offset: 0, limit: null }, 'all', undefined, { versions });
+    return createHash('sha256').update(JSON.stringify(items)).update(JSON.stringify(versions.sort())).digest('base64url');
+  }
+}
+
