@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, HOST, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
-import { ClientNetwork } from '../src/domain/client/read-model.js';
+import { ClientReadModel } from '../src/domain/client/read-model.js';
 
 let t: TestController;
 let net: Network;
@@ -55,7 +55,7 @@ async function markers(): Promise<Record<string, string>> {
  */
 async function answersAreCurrent(): Promise<void> {
   const core = t.app.core;
-  const fresh = new ClientNetwork({ store: core.store, clock: core.clock, resources: core.resources, caches: core.caches, keys: core.oidc.keys, issuers: core.oidc.issuers, apiSessions: core.sessions });
+  const fresh = new ClientReadModel({ store: core.store, clock: core.clock, resources: core.resources, caches: core.caches, keys: core.oidc.keys, issuers: core.oidc.issuers, apiSessions: core.sessions });
   for (const [name, token] of Object.entries(tokens)) {
     const got = ok(await client(t, 'GET', '/services?limit=500&configTypes=all', token));
     const s = ok(await client(t, 'GET', '/current-api-session', token));

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
-import { ClientNetwork } from '../src/domain/client/read-model.js';
+import { ClientReadModel } from '../src/domain/client/read-model.js';
 import type { Caller } from '../src/domain/client/caller.js';
 
 let t: TestController;
@@ -212,8 +212,8 @@ describe('views kept in memory or read per request', () => {
   it('give the same answers (pages, sorts, filters, single services, markers)', async () => {
     const core = t.app.core;
     const deps = { store: core.store, clock: core.clock, resources: core.resources, caches: core.caches, keys: core.oidc.keys, issuers: core.oidc.issuers, apiSessions: core.sessions };
-    const kept = new ClientNetwork(deps);
-    const unkept = new ClientNetwork({ ...deps, maxCachedView: 0 });
+    const kept = new ClientReadModel(deps);
+    const unkept = new ClientReadModel({ ...deps, maxCachedView: 0 });
     for (const [name, p] of Object.entries(people)) {
       const caller: Caller = {
         identityId: p.id,

@@ -26,6 +26,8 @@ import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
 import { ConfigValidators } from '../domain/services.js';
+import { ClientReadModel } from '../domain/client/read-model.js';
+import { AnswerCache } from '../http/client/answer-cache.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
 import { secureDataDirectory } from './data-dir.js';
@@ -136,6 +138,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     caches.register(oidc.issuers);
     await oidc.start();
     const oidcSettings = caches.register(new OidcSettingsView(kernel));
+    // The Client API's read model, shared by every listener's Client and Management API.
+    const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions });
+    const clientAnswers = caches.register(new AnswerCache());
     const core: Core = {
       config,
       clock,
@@ -154,6 +159,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       revocations,
       oidc,
       oidcSettings,
+      client,
+      clientAnswers,
       capabilities: () =>
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']

@@ -16,6 +16,8 @@ import type { IdentityAnswers } from '../domain/identities.js';
 import type { Revocations } from '../auth/revocations.js';
 import type { OidcProvider } from '../oidc/provider.js';
 import type { OidcSettingsView } from '../oidc/settings.js';
+import type { ClientReadModel } from '../domain/client/read-model.js';
+import type { AnswerCache } from '../http/client/answer-cache.js';
 
 export interface Core {
   readonly config: Config;
@@ -41,6 +43,10 @@ export interface Core {
   readonly oidc: OidcProvider;
   /** OIDC redirect patterns of the controller settings (global and this controller's). */
   readonly oidcSettings: OidcSettingsView;
+  /** The Client API's read model: access views, catalogs, service list, markers, posture, sessions. */
+  readonly client: ClientReadModel;
+  /** Serialized Client API answers per API session, kept while their view stamp holds. */
+  readonly clientAnswers: AnswerCache;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
 }

@@ -1,12 +1,17 @@
-// Everything the Client API's service lists, sessions and posture share: one set per controller,
-// each cache registered with the controller's cache registry and following the change feed.
+// The Client API's read model: everything its service lists, sessions and posture share, built once
+// by createApp, each cache registered with the controller's cache registry and following the change
+// feed. The path of a client `GET /services`: the caller's access views (access-views.ts, under the
+// view generations of view-generations.ts), then the service entities, configs, posture checks and
+// config type names of the catalogs (catalogs.ts), made into answers by the service list
+// (service-list.ts) with the posture evaluated by policy/posture.ts over the posture store
+// (posture-store.ts). service-updates.ts marks when that list last changed; sessions.ts creates
+// Dial and Bind sessions over the same views.
 import type { ApiSessions } from '../../auth/api-sessions.js';
 import type { Clock } from '../../clock.js';
 import type { CacheRegistry } from '../../kernel/caches.js';
 import type { Issuers } from '../../oidc/issuer.js';
 import type { SigningKeys } from '../../oidc/keys.js';
 import type { Store } from '../../store/store.js';
-import { AnswerCache } from '../../http/client/answer-cache.js';
 import type { Resources } from '../resources.js';
 import { AccessViews } from './access-views.js';
 import type { Caller } from './caller.js';
@@ -17,11 +22,11 @@ import { ServiceUpdateMarkers } from './service-updates.js';
 import { Sessions } from './sessions.js';
 import { ViewGenerations, viewStamp } from './view-generations.js';
 
-export interface ClientNetworkDeps {
+export interface ClientReadModelDeps {
   store: Store;
   clock: Clock;
   resources: Resources;
-  /** Where the caches of the network register. */
+  /** Where the caches of the read model register. */
   caches: CacheRegistry;
   /** The controller's signing keys (the OIDC provider's): session tokens are signed with them. */
   keys: SigningKeys;
@@ -32,7 +37,7 @@ export interface ClientNetworkDeps {
   maxCachedView?: number;
 }
 
-export class ClientNetwork {
+export class ClientReadModel {
   readonly generations: ViewGenerations;
   readonly access: AccessViews;
   readonly catalog: ServiceCatalog;
@@ -41,7 +46,6 @@ export class ClientNetwork {
   readonly posture: PostureStore;
   readonly services: ClientServices;
   readonly markers: ServiceUpdateMarkers;
-  readonly answers: AnswerCache;
   readonly sessions: Sessions;
 
   /** The stamp of what a caller's service answers depend on now. */
@@ -49,7 +53,7 @@ export class ClientNetwork {
     return viewStamp(this.generations, this.posture, caller);
   }
 
-  constructor(d: ClientNetworkDeps) {
+  constructor(d: ClientReadModelDeps) {
     const { store, clock, resources, caches } = d;
     this.generations = caches.register(new ViewGenerations(clock));
     this.access = caches.register(new AccessViews(store, this.generations, d.maxCachedView));
@@ -67,7 +71,6 @@ export class ClientNetwork {
       configTypes: this.configTypes,
       posture: this.posture,
     });
-    this.answers = caches.register(new AnswerCache());
     this.markers = caches.register(new ServiceUpdateMarkers(this.services, this.generations, this.posture, clock()));
     this.sessions = caches.register(new Sessions({
       store,

@@ -2,16 +2,20 @@
 // serve the network (SDKs use it to find the others).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { ResourceService } from '../../domain/resources.js';
+import type { SqlFlavor } from '../../query/flavor.js';
 import { readSchema } from '../../resources/kit.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
 import { dataEnvelopeSchema, ListQuerySchema } from '../resource-routes.js';
 
-export function clientControllersRoutes(app: FastifyInstance, core: Core): void {
-  const controllers = core.resources.get('controllers');
-  const flavor = core.store.dialect.flavor;
+export interface ClientControllersRouteDeps {
+  flavor: SqlFlavor;
+  controllers: ResourceService;
+}
+
+export function clientControllersRoutes(app: FastifyInstance, { flavor, controllers }: ClientControllersRouteDeps): void {
   app.get('/controllers', {
     config: { auth: SESSION },
     schema: {

@@ -2,7 +2,7 @@
 // signers are implemented: the list is always empty, with its list parameters checked.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { SqlFlavor } from '../../query/flavor.js';
 import type { FilterSpec } from '../../resources/kit.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
@@ -21,8 +21,7 @@ const SIGNER_FILTER: FilterSpec = {
   fields: ['id', 'createdAt', 'updatedAt', 'tags', 'name'],
 };
 
-export function clientExternalJwtSignersRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
+export function clientExternalJwtSignersRoutes(app: FastifyInstance, { flavor }: { flavor: SqlFlavor }): void {
   app.get('/external-jwt-signers', {
     config: { auth: SESSION },
     schema: {

@@ -1,18 +1,31 @@
-// The Edge Client API's own routes (beyond the informational ones).
+// The Edge Client API's own routes (beyond the informational ones), each module given the objects
+// it uses: the read model's rooms built by createApp, the answer cache, the resources.
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { clientControllersRoutes } from './controllers.js';
 import { clientExternalJwtSignersRoutes } from './external-jwt-signers.js';
 import { clientPostureRoutes } from './posture.js';
+import { issuerOfRequests } from './request.js';
 import { clientServicesRoutes } from './services.js';
 import { clientSessionsRoutes } from './sessions.js';
 
 export function clientRoutes(app: FastifyInstance, core: Core): void {
+  const flavor = core.store.dialect.flavor;
+  const model = core.client;
   edgeAuthRoutes(app, core);
-  clientControllersRoutes(app, core);
-  clientExternalJwtSignersRoutes(app, core);
-  clientServicesRoutes(app, core);
-  clientSessionsRoutes(app, core);
-  clientPostureRoutes(app, core);
+  clientControllersRoutes(app, { flavor, controllers: core.resources.get('controllers') });
+  clientExternalJwtSignersRoutes(app, { flavor });
+  clientServicesRoutes(app, {
+    flavor,
+    db: core.store.db,
+    resources: core.resources,
+    services: model.services,
+    sessions: model.sessions,
+    markers: model.markers,
+    stamp: (caller) => model.stamp(caller),
+    answers: core.clientAnswers,
+  });
+  clientSessionsRoutes(app, { flavor, sessions: model.sessions, issuerOf: issuerOfRequests(core.config.web, core.oidc.issuers) });
+  clientPostureRoutes(app, { posture: model.posture });
 }

@@ -2,15 +2,23 @@
 // and evaluated when it asks for a session.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
-import { checkResponses, PostureResponseBulkSchema, PostureResponseSchema, type PostureResponse } from '../../domain/client/posture-store.js';
+import {
+  checkResponses,
+  PostureResponseBulkSchema,
+  PostureResponseSchema,
+  type PostureResponse,
+  type PostureStore,
+} from '../../domain/client/posture-store.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { dataEnvelopeSchema } from '../resource-routes.js';
-import { callerOf, networkOf } from './network.js';
+import { callerOf } from './request.js';
 
-export function clientPostureRoutes(app: FastifyInstance, core: Core): void {
-  const posture = networkOf(core).posture;
+export interface ClientPostureRouteDeps {
+  posture: Pick<PostureStore, 'submit'>;
+}
+
+export function clientPostureRoutes(app: FastifyInstance, { posture }: ClientPostureRouteDeps): void {
   const tags = ['posture'];
   const Empty = dataEnvelopeSchema(Type.Object({}));
 

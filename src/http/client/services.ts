@@ -5,22 +5,28 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { sql, type SqlBool } from 'kysely';
-import type { Core } from '../../app/core.js';
-import { PostureQuerySchema, type ConfigTypeChoice } from '../../domain/client/service-list.js';
+import type { Caller } from '../../domain/client/caller.js';
+import { PostureQuerySchema, type ClientServices, type ConfigTypeChoice } from '../../domain/client/service-list.js';
+import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.js';
+import type { Sessions } from '../../domain/client/sessions.js';
+import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { TerminatorReadExtra } from '../../domain/routers.js';
 import { assertCreateOnlyUnchanged } from '../../domain/services.js';
 import { clientEdgeRouterListItem, ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, edgeRouterScope } from '../../domain/client/edge-routers.js';
 import { ApiError } from '../../errors.js';
 import { splitList } from '../../oidc/provider.js';
+import type { SqlFlavor } from '../../query/flavor.js';
 import { readSchema } from '../../resources/kit.js';
+import type { Executor } from '../../store/store.js';
 import { services as servicesDef } from '../../resources/services.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
 import { ServiceReadExtra } from '../management/services.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
-import { callerOf, networkOf } from './network.js';
+import type { AnswerCache } from './answer-cache.js';
+import { callerOf } from './request.js';
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -63,12 +69,25 @@ const SessionTokenHeaders = Type.Object(
   { additionalProperties: true },
 );
 
-export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
-  const network = networkOf(core);
-  const services = core.resources.get('services');
-  const terminators = core.resources.get('terminators');
-  const edgeRouters = core.resources.get('edge-routers');
+export interface ClientServicesRouteDeps {
+  flavor: SqlFlavor;
+  db: Executor;
+  resources: Resources;
+  /** The caller's services as answered. */
+  services: ClientServices;
+  /** Checks the session-token header of the edge router list. */
+  sessions: Pick<Sessions, 'verifyToken'>;
+  markers: Pick<ServiceUpdateMarkers, 'lastChangeAt'>;
+  /** The stamp of what a caller's service answers depend on now. */
+  stamp: (caller: Caller) => string;
+  answers: AnswerCache;
+}
+
+export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRouteDeps): void {
+  const { flavor, db, resources } = d;
+  const services = resources.get('services');
+  const terminators = resources.get('terminators');
+  const edgeRouters = resources.get('edge-routers');
   const tags = ['services'];
 
   app.get('/services', {
@@ -82,16 +101,16 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
     handler: async (request, reply) => {
       const caller = callerOf(request);
       // The same request of the same API session, nothing it depends on changed since: the same answer.
-      const stamp = network.stamp(caller);
-      const known = network.answers.get(caller.apiSessionId, request.url, stamp);
+      const stamp = d.stamp(caller);
+      const known = d.answers.get(caller.apiSessionId, request.url, stamp);
       if (known !== undefined) return reply.type(JSON_TYPE).send(known);
       const query = request.query as Record<string, unknown>;
       const list = parseList(query, services.filter, flavor);
       const roles = await roleFilterScope('services', flavor)(query);
       const report = { timeDependent: false };
-      const { items, total } = await network.services.list(caller, list.query, configTypeChoice(query), roles, { report });
+      const { items, total } = await d.services.list(caller, list.query, configTypeChoice(query), roles, { report });
       const body = reply.serialize(envelope(items, listMeta(list, total, services.filter))) as string;
-      if (!report.timeDependent) network.answers.put(caller.apiSessionId, request.url, stamp, body);
+      if (!report.timeDependent) d.answers.put(caller.apiSessionId, request.url, stamp, body);
       return reply.type(JSON_TYPE).send(body);
     },
   });
@@ -107,7 +126,7 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      return envelope(await network.services.get(callerOf(request), id, configTypeChoice(request.query as Record<string, unknown>)));
+      return envelope(await d.services.get(callerOf(request), id, configTypeChoice(request.query as Record<string, unknown>)));
     },
   });
 
@@ -116,7 +135,7 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
     scoped.addHook('preHandler', async (request) => {
       if (request.method !== 'PUT' && request.method !== 'PATCH') return;
       const { id } = request.params as { id: string };
-      await assertCreateOnlyUnchanged(core.resources, services.def.name, id, request.body as Record<string, unknown> | undefined);
+      await assertCreateOnlyUnchanged(resources, services.def.name, id, request.body as Record<string, unknown> | undefined);
     });
     registerResourceRoutes(scoped, services, flavor, { operations: ['update', 'patch', 'delete'], readExtra: ServiceReadExtra });
   });
@@ -135,12 +154,12 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
       const { id } = request.params as { id: string };
       const caller = callerOf(request);
       const list = parseList(request.query as Record<string, unknown>, CLIENT_EDGE_ROUTER_FILTER, flavor);
-      await network.services.assertVisible(caller, id);
+      await d.services.assertVisible(caller, id);
       const token = request.headers['session-token'];
-      if (typeof token === 'string' && !(await network.sessions.verifyToken(caller, id, token))) {
+      if (typeof token === 'string' && !(await d.sessions.verifyToken(caller, id, token))) {
         throw new ApiError('UNAUTHORIZED', 'the session-token header is not a session of the caller for this service');
       }
-      const { items, total } = await edgeRouters.repo.list(core.store.db, { ...list.query, scope: edgeRouterScope.forService(caller.identityId, id) });
+      const { items, total } = await edgeRouters.repo.list(db, { ...list.query, scope: edgeRouterScope.forService(caller.identityId, id) });
       return envelope(items.map(clientEdgeRouterListItem), listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
@@ -157,7 +176,7 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
     handler: async (request) => {
       const { id } = request.params as { id: string };
       const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
-      await network.services.assertVisible(callerOf(request), id);
+      await d.services.assertVisible(callerOf(request), id);
       const scope = sql<SqlBool>`${sql.ref('terminators.service_id')} = ${id}`;
       const { items, total } = await terminators.list({ ...list.query, scope });
       return envelope(items, listMeta(list, total, terminators.filter));
@@ -176,7 +195,7 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
       const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
       const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
       const scope = edgeRouterScope.ofIdentity(callerOf(request).identityId);
-      const { items, total } = await edgeRouters.repo.list(core.store.db, { ...list.query, scope });
+      const { items, total } = await edgeRouters.repo.list(db, { ...list.query, scope });
       return envelope(items.map(clientEdgeRouterListItem), listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
@@ -197,6 +216,6 @@ export function clientServicesRoutes(app: FastifyInstance, core: Core): void {
         ),
       },
     },
-    handler: async (request) => envelope({ lastChangeAt: await network.markers.lastChangeAt(callerOf(request)) }),
+    handler: async (request) => envelope({ lastChangeAt: await d.markers.lastChangeAt(callerOf(request)) }),
   });
 }

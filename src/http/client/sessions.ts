@@ -2,17 +2,21 @@
 // identity; any other is 404). Answers to the owner carry the session token.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
-import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate } from '../../domain/client/sessions.js';
+import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate, type Sessions } from '../../domain/client/sessions.js';
+import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
-import { callerOf, issuerOf, networkOf } from './network.js';
+import { callerOf, type IssuerOf } from './request.js';
 
-export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
-  const sessions = networkOf(core).sessions;
+export interface ClientSessionsRouteDeps {
+  flavor: SqlFlavor;
+  sessions: Sessions;
+  issuerOf: IssuerOf;
+}
+
+export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, issuerOf }: ClientSessionsRouteDeps): void {
   const tags = ['sessions'];
 
   app.get('/sessions', {
@@ -27,7 +31,7 @@ export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
       const caller = callerOf(request);
       const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
       const { items, total } = await sessions.list(list.query, caller.identityId);
-      const issuer = issuerOf(core, request);
+      const issuer = issuerOf(request);
       const tokens = new Map(await Promise.all(items.map(async (s) => [s.id, await sessions.tokenOf(s, issuer)] as const)));
       const answers = await sessions.present(items, (s) => ({ token: tokens.get(s.id) }), { id: caller.identityId, name: caller.identityName });
       return envelope(answers, listMeta(list, total, SESSION_FILTER));
@@ -44,7 +48,7 @@ export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
-      const { session, token, edgeRouters } = await sessions.create(caller, request.body as SessionCreate, issuerOf(core, request));
+      const { session, token, edgeRouters } = await sessions.create(caller, request.body as SessionCreate, issuerOf(request));
       const [answer] = await sessions.present([session], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
       void reply.code(201);
       return envelope(answer);
@@ -63,7 +67,7 @@ export function clientSessionsRoutes(app: FastifyInstance, core: Core): void {
       const caller = callerOf(request);
       const s = await sessions.own(caller, (request.params as { id: string }).id);
       const edgeRouters = await sessions.edgeRoutersFor(caller.identityId, s.serviceId, SESSION_EDGE_ROUTERS);
-      const token = await sessions.tokenOf(s, issuerOf(core, request));
+      const token = await sessions.tokenOf(s, issuerOf(request));
       const [answer] = await sessions.present([s], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
       return envelope(answer);
     },

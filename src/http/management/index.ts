@@ -38,7 +38,14 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   routersRoutes(app, core);
   operationsRoutes(app, core);
   relatedRoutes(app, core);
-  managementSessionsRoutes(app, core);
+  managementSessionsRoutes(app, {
+    flavor,
+    db: core.store.db,
+    sessions: core.client.sessions,
+    posture: core.client.posture,
+    identities: r.get('identities').repo,
+    apiSessions: r.get('api-sessions').repo,
+  });
 
   const identities = r.get('identities');
   const authenticators = r.get('authenticators');

@@ -2,21 +2,28 @@
 // and an identity's posture data and refused session requests.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
-import { PostureDataSchema, PostureFailureSchema } from '../../domain/client/posture-store.js';
-import { SESSION_FILTER, SessionSchema } from '../../domain/client/sessions.js';
+import { PostureDataSchema, PostureFailureSchema, type PostureStore } from '../../domain/client/posture-store.js';
+import { SESSION_FILTER, SessionSchema, type Sessions } from '../../domain/client/sessions.js';
 import { notFound } from '../../errors.js';
+import type { SqlFlavor } from '../../query/flavor.js';
+import type { Repository } from '../../store/repository.js';
+import type { Executor } from '../../store/store.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
-import { networkOf } from '../client/network.js';
 
-export function managementSessionsRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
-  const network = networkOf(core);
-  const sessions = network.sessions;
-  const identities = core.resources.get('identities');
+export interface ManagementSessionsRouteDeps {
+  flavor: SqlFlavor;
+  db: Executor;
+  sessions: Sessions;
+  posture: Pick<PostureStore, 'failures' | 'identityData'>;
+  identities: Repository;
+  apiSessions: Repository;
+}
+
+export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSessionsRouteDeps): void {
+  const { flavor, db, sessions, posture, identities } = d;
   const tags = ['sessions'];
 
   app.get('/sessions', {
@@ -73,8 +80,8 @@ export function managementSessionsRoutes(app: FastifyInstance, core: Core): void
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      if (!(await identities.repo.exists(core.store.db, id))) throw notFound('identity', id);
-      return envelope(await network.posture.failures(core.store.db, id));
+      if (!(await identities.exists(db, id))) throw notFound('identity', id);
+      return envelope(await posture.failures(db, id));
     },
   });
 
@@ -88,8 +95,8 @@ export function managementSessionsRoutes(app: FastifyInstance, core: Core): void
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      if (!(await identities.repo.exists(core.store.db, id))) throw notFound('identity', id);
-      return envelope(await network.posture.identityData(id, core.resources.get('api-sessions').repo));
+      if (!(await identities.exists(db, id))) throw notFound('identity', id);
+      return envelope(await posture.identityData(id, d.apiSessions));
     },
   });
 }
