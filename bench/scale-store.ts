@@ -37,9 +37,9 @@ import { sql } from 'kysely';
 import { pino } from 'pino';
 import { createApp, type App } from '../src/app/app.js';
 import { loadConfig } from '../src/config/index.js';
-import type { RoleKind } from '../src/domain/policies.js';
 import type { ResourceService } from '../src/domain/resources.js';
-import { entitiesMatching, POLICY_COLLECTIONS, POLICY_SPECS, ROLE_KINDS, type PolicyCollection, type RoleField } from '../src/policy/links.js';
+import { entitiesMatching } from '../src/policy/links.js';
+import { POLICY_COLLECTIONS, policySpecOf, roleKindOf, type PolicyCollection, type RoleField, type RoleKind } from '../src/resources/relations.js';
 import { matches, parseRoles, type ParsedRoles } from '../src/policy/roles.js';
 import { migrations } from '../src/store/migrations/index.js';
 import type { Entity } from '../src/store/repository.js';
@@ -263,6 +263,9 @@ interface KindIndex {
   ids: Set<string>;
   byAttribute: Map<string, string[]>;
 }
+
+/** The attribute index of each kind of entity the data set has. */
+type KindIndexes = Record<'identity' | 'service' | 'edge-router' | 'posture-check', KindIndex>;
 
 function kindIndex(things: readonly Thing[]): KindIndex {
   const byAttribute = new Map<string, string[]>();
@@ -526,7 +529,7 @@ function insertPolicies(
 ): Record<string, number> {
   const rows: Record<string, number> = {};
   for (const collection of POLICY_COLLECTIONS) {
-    const spec = POLICY_SPECS[collection];
+    const spec = policySpecOf(collection);
     const service = app.core.resources.get(collection);
     const columns = service.repo.columns.map((c) => c.column);
     const insert = new BulkInsert(db, spec.table, columns);
@@ -537,7 +540,7 @@ function insertPolicies(
       const row = service.repo.toRow(entityOf(service, p.id, values));
       insert.add(...columns.map((c) => row[c] ?? null));
       for (const l of spec.lists) {
-        const selected = selectEntities(indexes[l.kind], p.semantic, parseRoles(p.roles[l.field] ?? []));
+        const selected = selectEntities(indexes[l.kind]!, p.semantic, parseRoles(p.roles[l.field] ?? []));
         for (const id of [...selected].sort()) links.get(l)!.add(p.id, id);
       }
     }
@@ -557,7 +560,7 @@ function percentileOf(sorted: readonly number[], p: number): number {
 }
 
 /** Services each identity reaches through service policies of either type, as the related list counts them. */
-function servicesPerIdentity(policies: readonly Policy[], indexes: Record<RoleKind, KindIndex>): Map<string, Set<string>> {
+function servicesPerIdentity(policies: readonly Policy[], indexes: KindIndexes): Map<string, Set<string>> {
   const reach = new Map<string, Set<string>>();
   for (const p of policies) {
     if (p.collection !== 'service-policies') continue;
@@ -647,7 +650,7 @@ async function generate(dir: string, sizes: ScaleSizes, seed: number, log: (mess
   const policies = makePolicies(random, sizes, pools, things);
   lap(`${things.identities.length} identities, ${things.services.length} services, ${things.routers.length} edge routers, ${policies.length} policies made`);
   const rows: Record<string, number> = {};
-  let indexes: Record<RoleKind, KindIndex>;
+  let indexes: KindIndexes;
   const db = new Database(join(dir, DB_FILE));
   try {
     // Entities the seed made (the default admin) are selected by `#all` and their attributes too.
@@ -673,7 +676,7 @@ async function generate(dir: string, sizes: ScaleSizes, seed: number, log: (mess
     db.pragma('temp_store = MEMORY');
     // Secondary indexes of the bulk-filled tables are dropped and made again from their own SQL
     // afterwards: building one from sorted rows is cheaper than inserting into it at random.
-    const bulkTables = ['identities', 'services', 'edge_routers', 'role_attribute_index', ...POLICY_COLLECTIONS.flatMap((c) => [POLICY_SPECS[c].table, ...POLICY_SPECS[c].lists.map((l) => l.linkTable)])];
+    const bulkTables = ['identities', 'services', 'edge_routers', 'role_attribute_index', ...POLICY_COLLECTIONS.flatMap((c) => [policySpecOf(c).table, ...policySpecOf(c).lists.map((l) => l.linkTable)])];
     const secondary = db
       .prepare(`select name, sql from sqlite_master where type = 'index' and sql is not null and tbl_name in (${bulkTables.map(() => '?').join(', ')})`)
       .all(...bulkTables) as { name: string; sql: string }[];
@@ -793,7 +796,7 @@ async function generate(dir: string, sizes: ScaleSizes, seed: number, log: (mess
     await verify(app, random, things, policies);
     lap('links checked on samples against entitiesMatching and matches');
 
-    for (const table of ['identities', 'services', 'edge_routers', 'service_policies', 'edge_router_policies', 'service_edge_router_policies', 'role_attribute_index', ...POLICY_COLLECTIONS.flatMap((c) => POLICY_SPECS[c].lists.map((l) => l.linkTable))]) {
+    for (const table of ['identities', 'services', 'edge_routers', 'service_policies', 'edge_router_policies', 'service_edge_router_policies', 'role_attribute_index', ...POLICY_COLLECTIONS.flatMap((c) => policySpecOf(c).lists.map((l) => l.linkTable))]) {
       const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       rows[table] = Number(row.n);
     }
@@ -865,7 +868,7 @@ async function verify(app: App, random: Random, things: ReturnType<typeof makeEn
   // Every policy as stored (the client's too).
   const policies: Policy[] = [];
   for (const collection of POLICY_COLLECTIONS) {
-    const spec = POLICY_SPECS[collection];
+    const spec = policySpecOf(collection);
     const rows = await db.selectFrom(spec.table).selectAll().execute();
     for (const row of rows as Record<string, unknown>[]) {
       const roles: Partial<Record<RoleField, string[]>> = {};
@@ -876,7 +879,7 @@ async function verify(app: App, random: Random, things: ReturnType<typeof makeEn
   if (policies.length !== mass.length + 3) fail(`${policies.length} policies stored, ${mass.length + 3} made`);
 
   for (const collection of POLICY_COLLECTIONS) {
-    const spec = POLICY_SPECS[collection];
+    const spec = policySpecOf(collection);
     const ofKind = policies.filter((p) => p.collection === collection);
     const chosen = new Set([...ofKind.filter((p) => p.name.endsWith('-0') || p.name.startsWith('scale-client')), ...sample(random, ofKind, SAMPLE_POLICIES)]);
     for (const p of chosen) {
@@ -894,7 +897,7 @@ async function verify(app: App, random: Random, things: ReturnType<typeof makeEn
     ['edge-router', 'routers'],
   ] as const;
   for (const [kind, key] of kinds) {
-    const table = ROLE_KINDS[kind].table;
+    const table = roleKindOf(kind).table;
     const chosen = sample(random, things[key], SAMPLE_ENTITIES[kind]).map((t) => t.id);
     if (kind === 'identity') chosen.push(...(await db.selectFrom(table).select('id').where('name', '=', 'scale-client').execute()).map((r) => String(r.id)));
     for (const id of chosen) {
@@ -910,7 +913,7 @@ async function verify(app: App, random: Random, things: ReturnType<typeof makeEn
       );
       if (!sameSet(indexed, new Set(attributes))) fail(`${kind} ${id}: role_attribute_index holds ${[...indexed].join(',')}`);
       for (const collection of POLICY_COLLECTIONS) {
-        for (const l of POLICY_SPECS[collection].lists) {
+        for (const l of policySpecOf(collection).lists) {
           if (l.kind !== kind) continue;
           const want = matchingPolicies(policies, l.field, collection, entity);
           const have = await setOf(l.linkTable, 'policy_id', l.linkColumn, id);

@@ -1,5 +1,6 @@
 // The migrated schema must be what the resource definitions imply: same columns, nullability,
-// types, unique columns and references. A definition change without a migration fails here.
+// types, unique columns and references, and the link tables their relations imply. A definition
+// change without a migration fails here.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { resourceDefs } from '../src/resources/index.js';
 import { tableSpec, type ResourceDef } from '../src/resources/kit.js';
+import { LINK_TABLES, POLICY_SPECS } from '../src/resources/relations.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
 import { Store } from '../src/store/store.js';
@@ -51,6 +53,48 @@ describe.each(defs.map((d) => [d.name, d] as const))('table of %s', (_name, def)
     expect(rows.map((r) => ({ column: r.from, table: r.table })).sort((a, b) => a.column.localeCompare(b.column))).toEqual(
       [...spec.references].sort((a, b) => a.column.localeCompare(b.column)),
     );
+  });
+});
+
+describe.each(LINK_TABLES.map((l) => [l.table, l] as const))('link table %s', (_name, link) => {
+  const columns = [link.policy.column, link.entity.column];
+
+  it('has exactly the policy and entity columns, text and not null, in that order its primary key', async () => {
+    const { rows } = await sql<{ name: string; type: string; notnull: number; pk: number }>`
+      select name, type, "notnull", pk from pragma_table_info(${link.table}) order by pk`.execute(store.db);
+    expect(rows.map((r) => ({ name: r.name, type: r.type.toLowerCase(), notNull: r.notnull === 1, pk: r.pk }))).toEqual(
+      columns.map((name, i) => ({ name, type: store.dialect.columnType('text'), notNull: true, pk: i + 1 })),
+    );
+  });
+
+  it('refers to the policy and the entity, a row going with either', async () => {
+    const { rows } = await sql<{ from: string; table: string; to: string; on_delete: string }>`
+      select "from", "table", "to", on_delete from pragma_foreign_key_list(${link.table})`.execute(store.db);
+    expect(rows.sort((a, b) => a.from.localeCompare(b.from))).toEqual(
+      [link.policy, link.entity]
+        .map((side) => ({ from: side.column, table: side.table, to: 'id', on_delete: 'CASCADE' }))
+        .sort((a, b) => a.from.localeCompare(b.from)),
+    );
+  });
+
+  it('is indexed entity first too', async () => {
+    const { rows } = await sql<{ name: string }>`
+      select name from pragma_index_info(${`${link.table}_reverse`}) order by seqno`.execute(store.db);
+    expect(rows.map((r) => r.name)).toEqual([...columns].reverse());
+  });
+});
+
+describe('link tables', () => {
+  it('are exactly the tables that refer to a policy by policy_id', async () => {
+    const policyTables = Object.values(POLICY_SPECS).map((p) => p.table);
+    const { rows } = await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(store.db);
+    const referring: string[] = [];
+    for (const { name } of rows) {
+      const keys = await sql<{ from: string; table: string }>`select "from", "table" from pragma_foreign_key_list(${name})`.execute(store.db);
+      if (keys.rows.some((k) => k.from === 'policy_id' && policyTables.includes(k.table))) referring.push(name);
+    }
+    expect(referring.sort()).toEqual(LINK_TABLES.map((l) => l.table).sort());
+    expect(LINK_TABLES.length).toBeGreaterThan(0);
   });
 });
 

@@ -1,33 +1,20 @@
-// Which behaviour each resource has: the one place definitions meet their domain hooks.
+// Which behaviour each resource has: the one place definitions meet their domain hooks. Every
+// resource of the one list is registered; what its relations need (policy links, the attribute
+// index) is added from the relations its definition declares.
 import type { Clock } from '../clock.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { PolicyLinks } from '../policy/links.js';
-import { composeBehaviours, type Resources } from '../domain/resources.js';
-import {
-  edgeRouterPolicyBehaviour,
-  roleLinkBehaviour,
-  serviceEdgeRouterPolicyBehaviour,
-  servicePolicyBehaviour,
-} from '../domain/policies.js';
+import { composeBehaviours, type ResourceBehaviour, type Resources } from '../domain/resources.js';
+import { relationBehaviour } from '../domain/policies.js';
 import { configBehaviour, configTypeBehaviour, serviceBehaviour, type ConfigValidators } from '../domain/services.js';
 import { edgeRouterBehaviour, routerBehaviour, terminatorBehaviour } from '../domain/routers.js';
 import { postureCheckBehaviour } from '../domain/posture-checks.js';
 import { controllerSettingBehaviour, revocationBehaviour, type TokenLifetimes } from '../domain/operations.js';
-import { configs, configTypes, services, terminators } from '../resources/services.js';
-import { edgeRouters, routers, transitRouters } from '../resources/routers.js';
-import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '../resources/policies.js';
-import { postureChecks, postureCheckTypes } from '../resources/posture-checks.js';
-import { controllers, controllerSettings, revocations } from '../resources/operations.js';
 import { identityBehaviour } from '../domain/identities.js';
 import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
 import { authPolicyBehaviour } from '../domain/auth-policies.js';
-import { apiSessions } from '../resources/api-sessions.js';
-import { authPolicies } from '../resources/auth-policies.js';
-import { authenticators } from '../resources/authenticators.js';
-import { identities } from '../resources/identities.js';
-import { identityTypes } from '../resources/identity-types.js';
-import { sessions } from '../resources/sessions.js';
+import { resourceDefs, type ResourceName } from '../resources/index.js';
 
 export interface ResourceDeps {
   sessions: ApiSessions;
@@ -40,26 +27,30 @@ export interface ResourceDeps {
   configValidators: ConfigValidators;
 }
 
+/** The domain behaviour of each collection that has one beyond CRUD and its relations. */
+function domainBehaviours(deps: ResourceDeps): Partial<Record<ResourceName, ResourceBehaviour>> {
+  return {
+    'auth-policies': authPolicyBehaviour(),
+    identities: identityBehaviour(),
+    authenticators: authenticatorBehaviour(),
+    'api-sessions': apiSessionBehaviour(deps.sessions, deps.clock),
+    'config-types': configTypeBehaviour(),
+    configs: configBehaviour(deps.configValidators),
+    services: serviceBehaviour(),
+    'edge-routers': edgeRouterBehaviour(deps.links),
+    routers: routerBehaviour(),
+    'transit-routers': routerBehaviour(),
+    terminators: terminatorBehaviour(),
+    'posture-checks': postureCheckBehaviour(),
+    revocations: revocationBehaviour(deps.tokenLifetimes),
+    'controller-settings': controllerSettingBehaviour(),
+  };
+}
+
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
-  resources.register(identityTypes);
-  resources.register(authPolicies, authPolicyBehaviour());
-  resources.register(identities, composeBehaviours(identityBehaviour(), roleLinkBehaviour('identity', deps.links)));
-  resources.register(authenticators, authenticatorBehaviour());
-  resources.register(apiSessions, apiSessionBehaviour(deps.sessions, deps.clock));
-  resources.register(configTypes, configTypeBehaviour());
-  resources.register(configs, configBehaviour(deps.configValidators));
-  resources.register(services, composeBehaviours(serviceBehaviour(), roleLinkBehaviour('service', deps.links)));
-  resources.register(edgeRouters, composeBehaviours(edgeRouterBehaviour(deps.links), roleLinkBehaviour('edge-router', deps.links)));
-  resources.register(routers, routerBehaviour());
-  resources.register(transitRouters, routerBehaviour());
-  resources.register(terminators, terminatorBehaviour());
-  resources.register(servicePolicies, servicePolicyBehaviour(deps.links));
-  resources.register(edgeRouterPolicies, edgeRouterPolicyBehaviour(deps.links));
-  resources.register(serviceEdgeRouterPolicies, serviceEdgeRouterPolicyBehaviour(deps.links));
-  resources.register(postureCheckTypes);
-  resources.register(postureChecks, composeBehaviours(postureCheckBehaviour(), roleLinkBehaviour('posture-check', deps.links)));
-  resources.register(revocations, revocationBehaviour(deps.tokenLifetimes));
-  resources.register(controllerSettings, controllerSettingBehaviour());
-  resources.register(controllers);
-  resources.register(sessions);
+  const behaviours = domainBehaviours(deps);
+  for (const def of resourceDefs) {
+    const parts = [behaviours[def.name], relationBehaviour(def, deps.links)].filter((b): b is ResourceBehaviour => b !== undefined);
+    resources.register(def, parts.length > 1 ? composeBehaviours(...parts) : parts[0]);
+  }
 }

@@ -1,14 +1,15 @@
-// Service policies, edge router policies and service edge router policies beyond CRUD, and the
-// link maintenance every policy-relevant entity needs.
+// Policies beyond CRUD (their role lists checked, links kept, `<list>Display` read fields), and the
+// link maintenance every entity that role lists select needs; which resource gets which follows
+// from the relations the definitions declare.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { fieldError } from '../errors.js';
-import { existingIds, POLICY_SPECS, ROLE_KINDS, type PolicyCollection, type PolicyLinks, type RoleKind } from '../policy/links.js';
+import { existingIds, type PolicyLinks } from '../policy/links.js';
 import { parseRoles, rolesDisplay, validateRoles } from '../policy/roles.js';
+import type { ResourceDef } from '../resources/kit.js';
+import { policySpecOf, roleKindOf, roleKindOfCollection, type PolicyCollection, type RoleKind } from '../resources/relations.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import type { ResourceBehaviour } from './resources.js';
-
-export type { RoleKind } from '../policy/links.js';
+import { composeBehaviours, type ResourceBehaviour } from './resources.js';
 
 export const RoleDisplaySchema = Type.Array(
   Type.Object({ role: Type.String(), name: Type.String() }),
@@ -17,7 +18,7 @@ export const RoleDisplaySchema = Type.Array(
 
 /** The computed read fields of a policy kind: `<list>Display` for each of its role lists. */
 export function policyReadExtra(collection: PolicyCollection): Record<string, TSchema> {
-  return Object.fromEntries(POLICY_SPECS[collection].lists.map((l) => [`${l.field}Display`, RoleDisplaySchema]));
+  return Object.fromEntries(policySpecOf(collection).lists.map((l) => [`${l.field}Display`, RoleDisplaySchema]));
 }
 
 const SEMANTICS = new Set(['AllOf', 'AnyOf']);
@@ -43,7 +44,7 @@ async function namesOf(ex: Executor, table: string, ids: readonly string[]): Pro
 }
 
 function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): ResourceBehaviour {
-  const spec = POLICY_SPECS[collection];
+  const spec = policySpecOf(collection);
   return {
     async validate(ctx, next, prev) {
       if (!SEMANTICS.has(String(next.semantic))) throw fieldError('semantic', 'must be AllOf or AnyOf', next.semantic);
@@ -56,11 +57,10 @@ function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): Reso
         const known = new Set(prev ? parseRoles(roleList(prev, l.field)).ids : []);
         const added = parseRoles(roles).ids.filter((id) => !known.has(id));
         if (added.length === 0) continue;
-        const present = await existingIds(ctx.tx, ROLE_KINDS[l.kind].table, added);
+        const kind = roleKindOf(l.kind);
+        const present = await existingIds(ctx.tx, kind.table, added);
         const missing = added.find((id) => !present.has(id));
-        if (missing !== undefined) {
-          throw fieldError(l.field, `no ${ROLE_KINDS[l.kind].label} with id ${missing}`, `@${missing}`);
-        }
+        if (missing !== undefined) throw fieldError(l.field, `no ${kind.label} with id ${missing}`, `@${missing}`);
       }
     },
     async afterWrite(ctx, next, prev) {
@@ -86,7 +86,7 @@ function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): Reso
         }
       }
       const names = new Map<RoleKind, Map<string, string>>();
-      for (const [kind, ids] of idsByKind) names.set(kind, await namesOf(ex, ROLE_KINDS[kind].table, [...ids]));
+      for (const [kind, ids] of idsByKind) names.set(kind, await namesOf(ex, roleKindOf(kind).table, [...ids]));
       for (const [i, e] of entities.entries()) {
         for (const l of spec.lists) {
           answers[i]![`${l.field}Display`] = rolesDisplay(roleList(e, l.field), names.get(l.kind) ?? new Map());
@@ -94,18 +94,6 @@ function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): Reso
       }
     },
   };
-}
-
-export function servicePolicyBehaviour(links: PolicyLinks): ResourceBehaviour {
-  return policyBehaviour('service-policies', links);
-}
-
-export function edgeRouterPolicyBehaviour(links: PolicyLinks): ResourceBehaviour {
-  return policyBehaviour('edge-router-policies', links);
-}
-
-export function serviceEdgeRouterPolicyBehaviour(links: PolicyLinks): ResourceBehaviour {
-  return policyBehaviour('service-edge-router-policies', links);
 }
 
 function sameAttributes(a: unknown, b: unknown): boolean {
@@ -126,4 +114,16 @@ export function roleLinkBehaviour(kind: RoleKind, links: PolicyLinks): ResourceB
       await links.forgetEntity(ctx, kind, prev.id);
     },
   };
+}
+
+/**
+ * What the relations add to a resource: a policy kind checks its role lists and keeps its links;
+ * an entity that role lists select keeps its attribute index rows and links. Undefined for others.
+ */
+export function relationBehaviour(def: ResourceDef, links: PolicyLinks): ResourceBehaviour | undefined {
+  const parts: ResourceBehaviour[] = [];
+  if (def.roleLists) parts.push(policyBehaviour(def.name, links));
+  const kind = roleKindOfCollection(def.name);
+  if (kind) parts.push(roleLinkBehaviour(kind.kind, links));
+  return parts.length === 0 ? undefined : composeBehaviours(...parts);
 }

@@ -2,10 +2,21 @@
 // link tables the policy engine keeps exact and from the role attribute index. A related list is the
 // related resource's own list narrowed by a scope: an `id in (subquery)` over the link tables, so a
 // filter can narrow it but never widen it, and "what identity I reaches" is an indexed join, never a
-// materialised identity × service table.
+// materialised identity × service table. Which lists exist, and over which link tables, is what the
+// resource definitions declare (resources/relations.ts).
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import { fieldError } from '../errors.js';
 import type { FilterSpec } from '../resources/kit.js';
+import {
+  LISTS_OF_KIND,
+  policySpecOf,
+  RELATED_LISTS,
+  roleListOf,
+  ROLE_KINDS,
+  type RelatedSpec,
+  type RoleKind,
+  type RoleListSpec,
+} from '../resources/relations.js';
 import type { ListQuery } from '../store/repository.js';
 import type { Executor, Store } from '../store/store.js';
 
@@ -18,15 +29,7 @@ interface LinkTable {
   column: string;
 }
 
-const LINK = {
-  servicePolicyIdentities: { table: 'service_policy_identities', column: 'identity_id' },
-  servicePolicyServices: { table: 'service_policy_services', column: 'service_id' },
-  servicePolicyPostureChecks: { table: 'service_policy_posture_checks', column: 'posture_check_id' },
-  edgeRouterPolicyIdentities: { table: 'edge_router_policy_identities', column: 'identity_id' },
-  edgeRouterPolicyEdgeRouters: { table: 'edge_router_policy_edge_routers', column: 'edge_router_id' },
-  serviceEdgeRouterPolicyServices: { table: 'service_edge_router_policy_services', column: 'service_id' },
-  serviceEdgeRouterPolicyEdgeRouters: { table: 'service_edge_router_policy_edge_routers', column: 'edge_router_id' },
-} as const satisfies Record<string, LinkTable>;
+const link = (l: RoleListSpec): LinkTable => ({ table: l.linkTable, column: l.linkColumn });
 
 const col = (alias: string, column: string) => sql.ref(`${alias}.${column}`);
 
@@ -42,14 +45,19 @@ export function entityPolicies(link: LinkTable, entityId: string): RawBuilder<un
 
 /**
  * Ids of the entities on the `to` side of the policies matching `entityId` on the `from` side (both
- * link tables belong to the same kind of policy). With `type`, only service policies of that type:
- * the links are read through the policy-first primary keys and the reverse indexes only.
+ * link tables belong to the same kind of policy). With `only`, only the policies (of that table) of
+ * that type: the links are read through the policy-first primary keys and the reverse indexes only.
  */
-export function reachable(from: LinkTable, to: LinkTable, entityId: string, type?: PolicyType): RawBuilder<unknown> {
+export function reachable(
+  from: LinkTable,
+  to: LinkTable,
+  entityId: string,
+  only?: { policyTable: string; type: PolicyType },
+): RawBuilder<unknown> {
   const typed =
-    type === undefined
+    only === undefined
       ? sql``
-      : sql`join ${sql.table('service_policies')} as p on ${col('p', 'id')} = ${col('a', 'policy_id')} and ${col('p', 'type')} = ${type} `;
+      : sql`join ${sql.table(only.policyTable)} as p on ${col('p', 'id')} = ${col('a', 'policy_id')} and ${col('p', 'type')} = ${only.type} `;
   return sql`select ${col('b', to.column)} from ${sql.table(from.table)} as a ${typed}join ${sql.table(to.table)} as b on ${col('b', 'policy_id')} = ${col('a', 'policy_id')} where ${col('a', from.column)} = ${entityId}`;
 }
 
@@ -71,149 +79,28 @@ export interface Relation {
   ids(parentId: string, type?: PolicyType): RawBuilder<unknown>;
 }
 
-const L = LINK;
+function idsOf(spec: RelatedSpec): Relation['ids'] {
+  switch (spec.via) {
+    case 'policies':
+      return (id) => entityPolicies(link(spec.list), id);
+    case 'members':
+      return (id) => policyMembers(link(spec.list), id);
+    case 'policy': {
+      const policyTable = policySpecOf(spec.from.collection).table;
+      return (id, type) => reachable(link(spec.from), link(spec.to), id, spec.policyType && type ? { policyTable, type } : undefined);
+    }
+  }
+}
 
-export const RELATIONS: readonly Relation[] = [
-  // identities
-  {
-    parent: 'identities',
-    sub: 'edge-router-policies',
-    child: 'edge-router-policies',
-    operationId: 'listIdentitysEdgeRouterPolicies',
-    ids: (id) => entityPolicies(L.edgeRouterPolicyIdentities, id),
-  },
-  {
-    parent: 'identities',
-    sub: 'edge-routers',
-    child: 'edge-routers',
-    operationId: 'listIdentityEdgeRouters',
-    ids: (id) => reachable(L.edgeRouterPolicyIdentities, L.edgeRouterPolicyEdgeRouters, id),
-  },
-  {
-    parent: 'identities',
-    sub: 'service-policies',
-    child: 'service-policies',
-    operationId: 'listIdentityServicePolicies',
-    ids: (id) => entityPolicies(L.servicePolicyIdentities, id),
-  },
-  {
-    parent: 'identities',
-    sub: 'services',
-    child: 'services',
-    operationId: 'listIdentityServices',
-    policyType: true,
-    ids: (id, type) => reachable(L.servicePolicyIdentities, L.servicePolicyServices, id, type),
-  },
-  // services
-  {
-    parent: 'services',
-    sub: 'edge-routers',
-    child: 'edge-routers',
-    operationId: 'listServiceEdgeRouters',
-    ids: (id) => reachable(L.serviceEdgeRouterPolicyServices, L.serviceEdgeRouterPolicyEdgeRouters, id),
-  },
-  {
-    parent: 'services',
-    sub: 'identities',
-    child: 'identities',
-    operationId: 'listServiceIdentities',
-    policyType: true,
-    ids: (id, type) => reachable(L.servicePolicyServices, L.servicePolicyIdentities, id, type),
-  },
-  {
-    parent: 'services',
-    sub: 'service-edge-router-policies',
-    child: 'service-edge-router-policies',
-    operationId: 'listServiceServiceEdgeRouterPolicies',
-    ids: (id) => entityPolicies(L.serviceEdgeRouterPolicyServices, id),
-  },
-  {
-    parent: 'services',
-    sub: 'service-policies',
-    child: 'service-policies',
-    operationId: 'listServiceServicePolicies',
-    ids: (id) => entityPolicies(L.servicePolicyServices, id),
-  },
-  // edge routers
-  {
-    parent: 'edge-routers',
-    sub: 'edge-router-policies',
-    child: 'edge-router-policies',
-    operationId: 'listEdgeRouterEdgeRouterPolicies',
-    ids: (id) => entityPolicies(L.edgeRouterPolicyEdgeRouters, id),
-  },
-  {
-    parent: 'edge-routers',
-    sub: 'identities',
-    child: 'identities',
-    operationId: 'listEdgeRouterIdentities',
-    ids: (id) => reachable(L.edgeRouterPolicyEdgeRouters, L.edgeRouterPolicyIdentities, id),
-  },
-  {
-    parent: 'edge-routers',
-    sub: 'service-edge-router-policies',
-    child: 'service-edge-router-policies',
-    operationId: 'listEdgeRouterServiceEdgeRouterPolicies',
-    ids: (id) => entityPolicies(L.serviceEdgeRouterPolicyEdgeRouters, id),
-  },
-  {
-    parent: 'edge-routers',
-    sub: 'services',
-    child: 'services',
-    operationId: 'listEdgeRouterServices',
-    ids: (id) => reachable(L.serviceEdgeRouterPolicyEdgeRouters, L.serviceEdgeRouterPolicyServices, id),
-  },
-  // policy members
-  {
-    parent: 'edge-router-policies',
-    sub: 'edge-routers',
-    child: 'edge-routers',
-    operationId: 'listEdgeRouterPolicyEdgeRouters',
-    ids: (id) => policyMembers(L.edgeRouterPolicyEdgeRouters, id),
-  },
-  {
-    parent: 'edge-router-policies',
-    sub: 'identities',
-    child: 'identities',
-    operationId: 'listEdgeRouterPolicyIdentities',
-    ids: (id) => policyMembers(L.edgeRouterPolicyIdentities, id),
-  },
-  {
-    parent: 'service-edge-router-policies',
-    sub: 'edge-routers',
-    child: 'edge-routers',
-    operationId: 'listServiceEdgeRouterPolicyEdgeRouters',
-    ids: (id) => policyMembers(L.serviceEdgeRouterPolicyEdgeRouters, id),
-  },
-  {
-    parent: 'service-edge-router-policies',
-    sub: 'services',
-    child: 'services',
-    operationId: 'listServiceEdgeRouterPolicyServices',
-    ids: (id) => policyMembers(L.serviceEdgeRouterPolicyServices, id),
-  },
-  {
-    parent: 'service-policies',
-    sub: 'identities',
-    child: 'identities',
-    operationId: 'listServicePolicyIdentities',
-    ids: (id) => policyMembers(L.servicePolicyIdentities, id),
-  },
-  {
-    parent: 'service-policies',
-    sub: 'posture-checks',
-    child: 'posture-checks',
-    operationId: 'listServicePolicyPostureChecks',
-    ids: (id) => policyMembers(L.servicePolicyPostureChecks, id),
-  },
-  {
-    parent: 'service-policies',
-    sub: 'services',
-    child: 'services',
-    operationId: 'listServicePolicyServices',
-    ids: (id) => policyMembers(L.servicePolicyServices, id),
-  },
-];
+/** Every related list the definitions declare. */
+export const RELATIONS: readonly Relation[] = RELATED_LISTS.map((spec) => ({
+  parent: spec.parent,
+  sub: spec.child,
+  child: spec.child,
+  operationId: spec.operationId,
+  ...(spec.policyType ? { policyType: true } : {}),
+  ids: idsOf(spec),
+}));
 
 /** `policyType` of a related list: dial or bind (any case); absent means either. */
 export function parsePolicyType(raw: unknown): PolicyType | undefined {
@@ -226,25 +113,34 @@ export function parsePolicyType(raw: unknown): PolicyType | undefined {
 
 // ---- policy advice ----------------------------------------------------------------------------
 
+const servicePolicyIdentities = link(roleListOf('service-policies', 'identities'));
+const servicePolicyServices = link(roleListOf('service-policies', 'services'));
+const edgeRouterPolicyIdentities = link(roleListOf('edge-router-policies', 'identities'));
+const edgeRouterPolicyEdgeRouters = link(roleListOf('edge-router-policies', 'edge-routers'));
+const serviceEdgeRouterPolicyServices = link(roleListOf('service-edge-router-policies', 'services'));
+const serviceEdgeRouterPolicyEdgeRouters = link(roleListOf('service-edge-router-policies', 'edge-routers'));
+
 /** Whether service policies of each type link the identity and the service. */
 export async function accessTypes(ex: Executor, identityId: string, serviceId: string): Promise<Set<PolicyType>> {
+  const i = servicePolicyIdentities;
+  const s = servicePolicyServices;
   const { rows } = await sql<{ type: string }>`
     select distinct ${col('p', 'type')} as type
-    from ${sql.table(L.servicePolicyIdentities.table)} as i
-    join ${sql.table(L.servicePolicyServices.table)} as s on ${col('s', 'policy_id')} = ${col('i', 'policy_id')} and ${col('s', 'service_id')} = ${serviceId}
-    join ${sql.table('service_policies')} as p on ${col('p', 'id')} = ${col('i', 'policy_id')}
-    where ${col('i', 'identity_id')} = ${identityId}`.execute(ex);
+    from ${sql.table(i.table)} as i
+    join ${sql.table(s.table)} as s on ${col('s', 'policy_id')} = ${col('i', 'policy_id')} and ${col('s', s.column)} = ${serviceId}
+    join ${sql.table(policySpecOf('service-policies').table)} as p on ${col('p', 'id')} = ${col('i', 'policy_id')}
+    where ${col('i', i.column)} = ${identityId}`.execute(ex);
   return new Set(rows.map((r) => r.type).filter((t): t is PolicyType => t === 'Dial' || t === 'Bind'));
 }
 
 /** Edge routers an identity may use (edge router policies), as a subquery of ids. */
 export function identityEdgeRouters(identityId: string): RawBuilder<unknown> {
-  return reachable(L.edgeRouterPolicyIdentities, L.edgeRouterPolicyEdgeRouters, identityId);
+  return reachable(edgeRouterPolicyIdentities, edgeRouterPolicyEdgeRouters, identityId);
 }
 
 /** Edge routers that may carry a service (service edge router policies), as a subquery of ids. */
 export function serviceEdgeRouters(serviceId: string): RawBuilder<unknown> {
-  return reachable(L.serviceEdgeRouterPolicyServices, L.serviceEdgeRouterPolicyEdgeRouters, serviceId);
+  return reachable(serviceEdgeRouterPolicyServices, serviceEdgeRouterPolicyEdgeRouters, serviceId);
 }
 
 /** The number of distinct ids a subquery yields. */
@@ -254,8 +150,6 @@ export async function countDistinct(ex: Executor, ids: RawBuilder<unknown>): Pro
 }
 
 // ---- role attribute lists ----------------------------------------------------------------------
-
-export type RoleKind = 'identity' | 'service' | 'edge-router' | 'posture-check';
 
 /** A policy role list that can name `#attribute`s of a kind. */
 export interface RoleSource {
@@ -279,53 +173,17 @@ export interface RoleAttributeKind {
   policies: readonly RoleSource[];
 }
 
-const SP = 'service-policies';
-const ERP = 'edge-router-policies';
-const SERP = 'service-edge-router-policies';
+const pascal = (kind: string) => kind.replace(/(^|-)([a-z])/g, (_m, _dash, c: string) => c.toUpperCase());
 
-export const ROLE_ATTRIBUTE_KINDS: readonly RoleAttributeKind[] = [
-  {
-    kind: 'identity',
-    prefix: 'identity',
-    name: 'Identity',
-    group: 'identity',
-    collection: 'identities',
-    policies: [
-      { collection: SP, table: 'service_policies', column: 'identity_roles' },
-      { collection: ERP, table: 'edge_router_policies', column: 'identity_roles' },
-    ],
-  },
-  {
-    kind: 'service',
-    prefix: 'service',
-    name: 'Service',
-    group: 'service',
-    collection: 'services',
-    policies: [
-      { collection: SP, table: 'service_policies', column: 'service_roles' },
-      { collection: SERP, table: 'service_edge_router_policies', column: 'service_roles' },
-    ],
-  },
-  {
-    kind: 'edge-router',
-    prefix: 'edge-router',
-    name: 'EdgeRouter',
-    group: 'router',
-    collection: 'edge-routers',
-    policies: [
-      { collection: ERP, table: 'edge_router_policies', column: 'edge_router_roles' },
-      { collection: SERP, table: 'service_edge_router_policies', column: 'edge_router_roles' },
-    ],
-  },
-  {
-    kind: 'posture-check',
-    prefix: 'posture-check',
-    name: 'PostureCheck',
-    group: 'posture-check',
-    collection: 'posture-checks',
-    policies: [{ collection: SP, table: 'service_policies', column: 'posture_check_roles' }],
-  },
-];
+/** One per kind of entity role lists select, with the role lists that select it. */
+export const ROLE_ATTRIBUTE_KINDS: readonly RoleAttributeKind[] = Object.values(ROLE_KINDS).map((k) => ({
+  kind: k.kind,
+  prefix: k.kind,
+  name: pascal(k.kind),
+  group: k.permission,
+  collection: k.collection,
+  policies: (LISTS_OF_KIND[k.kind] ?? []).map((l) => ({ collection: l.collection, table: policySpecOf(l.collection).table, column: l.column })),
+}));
 
 /** Filter and sort of the role attribute lists: the one symbol `id` is the attribute. */
 export const ROLE_ATTRIBUTE_FILTER: FilterSpec = {

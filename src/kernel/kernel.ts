@@ -7,7 +7,7 @@
 // (domain, auth, oidc, policy): it knows the store, the resource definitions and the feed, nothing else.
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
-import { allResourceDefs, type ResourceName } from '../resources/index.js';
+import { resourceDefs, type ResourceName } from '../resources/index.js';
 import type { ResourceDef } from '../resources/kit.js';
 import { Repository, type Entity } from '../store/repository.js';
 import type { Store, Tx } from '../store/store.js';
@@ -59,7 +59,7 @@ export class Kernel {
     this.log = opts.log;
     this.changes =
       opts.feed ?? new InProcessFeed((err, change) => this.log?.error({ err, change }, 'a change listener failed'));
-    for (const def of allResourceDefs) this.repoFor(def);
+    for (const def of resourceDefs) this.repoFor(def);
   }
 
   /** The rows of a resource of the controller. */

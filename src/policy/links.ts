@@ -5,107 +5,29 @@
 // Entities a policy selects come from the store (role_attribute_index for `#attr`, ids for `@id`,
 // the whole table for `#all`). Policies an entity matches come from an in-memory index of every
 // policy's role lists (see PolicyIndex), so a change of one entity never scans all policies.
+// The policy kinds, their role lists and link tables are those the resource definitions declare.
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import type { WriteContext } from '../kernel/kernel.js';
+import {
+  LISTS_OF_KIND,
+  POLICY_COLLECTIONS,
+  POLICY_SPECS,
+  policySpecOf,
+  roleKindOf,
+  type PolicyCollection,
+  type PolicySpec,
+  type RoleField,
+  type RoleKind,
+  type RoleListSpec,
+} from '../resources/relations.js';
 import type { Dialect } from '../store/dialect.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor, Tx } from '../store/store.js';
 import { matchesParsed, parseRoles, type ParsedRoles } from './roles.js';
 
-/** The kinds of entity role lists select. */
-export type RoleKind = 'identity' | 'service' | 'edge-router' | 'posture-check';
-
 /** What link maintenance needs of a write: its transaction and its after-commit hook. */
 export type LinkContext = Pick<WriteContext, 'tx' | 'afterCommit'>;
-
-export type PolicyCollection = 'service-policies' | 'edge-router-policies' | 'service-edge-router-policies';
-export type RoleField = 'identityRoles' | 'serviceRoles' | 'edgeRouterRoles' | 'postureCheckRoles';
-
-export const POLICY_COLLECTIONS: readonly PolicyCollection[] = [
-  'service-policies',
-  'edge-router-policies',
-  'service-edge-router-policies',
-];
-
-export interface KindSpec {
-  /** Entity table; every one has a `role_attributes` JSON array and a `name`. */
-  table: string;
-  collection: string;
-  label: string;
-}
-
-export const ROLE_KINDS: Readonly<Record<RoleKind, KindSpec>> = {
-  identity: { table: 'identities', collection: 'identities', label: 'identity' },
-  service: { table: 'services', collection: 'services', label: 'service' },
-  'edge-router': { table: 'edge_routers', collection: 'edge-routers', label: 'edge router' },
-  'posture-check': { table: 'posture_checks', collection: 'posture-checks', label: 'posture check' },
-};
-
-/** One role list of a policy kind and the link table it is materialised in. */
-export interface RoleListSpec {
-  collection: PolicyCollection;
-  field: RoleField;
-  /** Column of the list in the policy table. */
-  column: string;
-  kind: RoleKind;
-  linkTable: string;
-  /** Entity column of the link table (the other one is policy_id). */
-  linkColumn: string;
-}
-
-export interface PolicySpec {
-  collection: PolicyCollection;
-  table: string;
-  lists: readonly RoleListSpec[];
-}
-
-const list = (
-  collection: PolicyCollection,
-  field: RoleField,
-  kind: RoleKind,
-  linkTable: string,
-  linkColumn: string,
-): RoleListSpec => ({ collection, field, column: field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), kind, linkTable, linkColumn });
-
-export const POLICY_SPECS: Readonly<Record<PolicyCollection, PolicySpec>> = {
-  'service-policies': {
-    collection: 'service-policies',
-    table: 'service_policies',
-    lists: [
-      list('service-policies', 'identityRoles', 'identity', 'service_policy_identities', 'identity_id'),
-      list('service-policies', 'serviceRoles', 'service', 'service_policy_services', 'service_id'),
-      list('service-policies', 'postureCheckRoles', 'posture-check', 'service_policy_posture_checks', 'posture_check_id'),
-    ],
-  },
-  'edge-router-policies': {
-    collection: 'edge-router-policies',
-    table: 'edge_router_policies',
-    lists: [
-      list('edge-router-policies', 'identityRoles', 'identity', 'edge_router_policy_identities', 'identity_id'),
-      list('edge-router-policies', 'edgeRouterRoles', 'edge-router', 'edge_router_policy_edge_routers', 'edge_router_id'),
-    ],
-  },
-  'service-edge-router-policies': {
-    collection: 'service-edge-router-policies',
-    table: 'service_edge_router_policies',
-    lists: [
-      list('service-edge-router-policies', 'serviceRoles', 'service', 'service_edge_router_policy_services', 'service_id'),
-      list('service-edge-router-policies', 'edgeRouterRoles', 'edge-router', 'service_edge_router_policy_edge_routers', 'edge_router_id'),
-    ],
-  },
-};
-
-/** The role lists that select entities of each kind. */
-const LISTS_OF_KIND: Readonly<Record<RoleKind, readonly RoleListSpec[]>> = {
-  identity: [],
-  service: [],
-  'edge-router': [],
-  'posture-check': [],
-};
-for (const spec of Object.values(POLICY_SPECS)) {
-  for (const l of spec.lists) (LISTS_OF_KIND[l.kind] as RoleListSpec[]).push(l);
-}
 
 // ---- the in-memory policy index ----------------------------------------------------------------
 
@@ -182,7 +104,7 @@ class PolicyIndex {
     const stale = [...this.stale];
     this.stale.clear();
     for (const [collection, ids] of stale) {
-      const spec = POLICY_SPECS[collection];
+      const spec = policySpecOf(collection);
       for (const part of chunks([...ids])) {
         const rows = (await ex
           .selectFrom(spec.table)
@@ -206,7 +128,7 @@ class PolicyIndex {
 
   /** Sets (or with undefined, removes) the role lists of one policy. */
   put(collection: PolicyCollection, id: string, policy: Record<string, unknown> | undefined): void {
-    const spec = POLICY_SPECS[collection];
+    const spec = policySpecOf(collection);
     const byId = this.policies.get(collection)!;
     const old = byId.get(id);
     if (old) {
@@ -322,7 +244,7 @@ export async function entitiesMatching(
   semantic: string,
   roles: ParsedRoles,
 ): Promise<Set<string>> {
-  const table = ROLE_KINDS[kind].table;
+  const table = roleKindOf(kind).table;
   if (roles.all) return new Set((await ex.selectFrom(table).select('id').execute()).map((r) => String(r.id)));
   const out = await existingIds(ex, table, roles.ids);
   const attributes = roles.attributes;
@@ -416,7 +338,7 @@ export class PolicyLinks implements Cache {
    * and records its role lists in the policy index. Call after writing the policy row.
    */
   async refreshPolicyLinks(ctx: LinkContext, collection: PolicyCollection, policy: Entity): Promise<void> {
-    const spec = POLICY_SPECS[collection];
+    const spec = policySpecOf(collection);
     const index = await this.indexFor(ctx);
     claim(index, ctx);
     index.put(collection, policy.id, policy);
@@ -447,14 +369,14 @@ export class PolicyLinks implements Cache {
     await syncAttributeIndex(ctx.tx, kind, entity.id, [...attributes]);
 
     const index = await this.indexFor(ctx);
-    for (const l of LISTS_OF_KIND[kind]) {
+    for (const l of LISTS_OF_KIND[kind] ?? []) {
       const want = index.matching(l, entity.id, attributes);
       const current = await column(ctx.tx, l.linkTable, 'policy_id', l.linkColumn, entity.id);
       const added = difference(want, current);
       if (added.length > 0) {
         // Guards against a policy row removed without forgetPolicy: it must not be linked (nor fail
         // the write on its foreign key), and the index drops it.
-        const present = await existingIds(ctx.tx, POLICY_SPECS[l.collection].table, added);
+        const present = await existingIds(ctx.tx, policySpecOf(l.collection).table, added);
         for (const p of added) {
           if (present.has(p)) continue;
           claim(index, ctx);

@@ -40,6 +40,12 @@ export const identities = defineResource({
     'service-configs',
     'auth-policies',
   ],
+  related: [
+    { collection: 'edge-router-policies', operationId: 'listIdentitysEdgeRouterPolicies' },
+    { collection: 'edge-routers', through: 'edge-router-policies', operationId: 'listIdentityEdgeRouters' },
+    { collection: 'service-policies', operationId: 'listIdentityServicePolicies' },
+    { collection: 'services', through: 'service-policies', policyType: true, operationId: 'listIdentityServices' },
+  ],
   fields: {
     name: field.name(),
     type: field.enum(IDENTITY_TYPES, 'identity type, kept as given', { required: 'always' }),

@@ -1,5 +1,6 @@
-// Every resource definition of the controller. The store's migrations must produce exactly the
-// tables these imply (test/schema.test.ts checks it).
+// Every resource definition of the controller: the one list that registration, the relations, the
+// kernel, the schema test and anything else that goes over all resources enumerate. The store's
+// migrations must produce exactly the tables these imply (test/schema.test.ts checks it).
 import type { ResourceDef } from './kit.js';
 import { apiSessions } from './api-sessions.js';
 import { authPolicies } from './auth-policies.js';
@@ -13,7 +14,7 @@ import { postureChecks, postureCheckTypes } from './posture-checks.js';
 import { controllers, controllerSettings, revocations } from './operations.js';
 import { sessions } from './sessions.js';
 
-/** Every resource with a table of its own (transit-routers share the routers table). */
+/** Every resource, in registration order (transit-routers are the routers table served a second time). */
 export const resourceDefs = [
   identityTypes,
   authPolicies,
@@ -26,6 +27,7 @@ export const resourceDefs = [
   terminators,
   edgeRouters,
   routers,
+  transitRouters,
   servicePolicies,
   edgeRouterPolicies,
   serviceEdgeRouterPolicies,
@@ -37,11 +39,8 @@ export const resourceDefs = [
   sessions,
 ] as const satisfies readonly ResourceDef[];
 
-/** Every resource, those sharing a table included. */
-export const allResourceDefs = [...resourceDefs, transitRouters] as const satisfies readonly ResourceDef[];
-
 /** The name of a resource of the controller: a collection of its own. */
-export type ResourceName = (typeof allResourceDefs)[number]['name'];
+export type ResourceName = (typeof resourceDefs)[number]['name'];
 
 export function tableOf(collection: string): string {
   const def = resourceDefs.find((d) => d.name === collection);

@@ -81,6 +81,28 @@ export interface ResourceDef<Name extends string = string> {
   operationIds?: Partial<Record<Operation, string>>;
   /** The field naming the identity a record belongs to: the changes of a record carry it as ownerId. */
   owner?: string;
+  /**
+   * A policy kind's role lists: each list field and the collection whose entities it selects
+   * (`#attribute`, `@id`, `#all`). Each list is materialised in a link table of its own, named and
+   * shaped after the two (see relations.ts); the entities selected carry `roleAttributes`.
+   */
+  roleLists?: Readonly<Record<string, string>>;
+  /** Related lists served at `/<name>/{id}/<collection>`, each the listed collection's own list narrowed. */
+  related?: readonly RelatedListDef[];
+}
+
+/** A related list: the entities of `collection` that the policy link tables relate to one entity. */
+export interface RelatedListDef {
+  /** The listed collection; also the last path segment. */
+  collection: string;
+  operationId: string;
+  /**
+   * Between two entity collections: the policy kind whose role lists select both. Between a policy
+   * and an entity collection the policy's own role list relates them, and `through` is absent.
+   */
+  through?: string;
+  /** Takes `policyType=dial|bind`: only policies of that `type` relate them. */
+  policyType?: boolean;
 }
 
 /** A definition keeping its name as a literal type, so the names of all of them form a union. */

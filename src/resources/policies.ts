@@ -1,3 +1,5 @@
+// The three policy kinds. Each names its role lists and the collection each selects; the link
+// tables, the role attribute lists and the related lists of both sides derive from that.
 import { field, defineResource } from './kit.js';
 
 export const SEMANTICS = ['AllOf', 'AnyOf'] as const;
@@ -11,6 +13,12 @@ export const servicePolicies = defineResource({
   permission: 'service-policy',
   links: ['services', 'identities', 'posture-checks'],
   operationIds: { list: 'listServicePolicies' },
+  roleLists: { identityRoles: 'identities', serviceRoles: 'services', postureCheckRoles: 'posture-checks' },
+  related: [
+    { collection: 'identities', operationId: 'listServicePolicyIdentities' },
+    { collection: 'posture-checks', operationId: 'listServicePolicyPostureChecks' },
+    { collection: 'services', operationId: 'listServicePolicyServices' },
+  ],
   fields: {
     name: field.name(),
     type: field.enum(['Dial', 'Bind'], 'what the policy grants', { required: 'always' }),
@@ -29,6 +37,11 @@ export const edgeRouterPolicies = defineResource({
   system: true,
   links: ['edge-routers', 'identities'],
   operationIds: { list: 'listEdgeRouterPolicies' },
+  roleLists: { identityRoles: 'identities', edgeRouterRoles: 'edge-routers' },
+  related: [
+    { collection: 'edge-routers', operationId: 'listEdgeRouterPolicyEdgeRouters' },
+    { collection: 'identities', operationId: 'listEdgeRouterPolicyIdentities' },
+  ],
   fields: {
     name: field.name(),
     semantic,
@@ -44,6 +57,11 @@ export const serviceEdgeRouterPolicies = defineResource({
   permission: 'service-edge-router-policy',
   links: ['edge-routers', 'services'],
   operationIds: { list: 'listServiceEdgeRouterPolicies' },
+  roleLists: { serviceRoles: 'services', edgeRouterRoles: 'edge-routers' },
+  related: [
+    { collection: 'edge-routers', operationId: 'listServiceEdgeRouterPolicyEdgeRouters' },
+    { collection: 'services', operationId: 'listServiceEdgeRouterPolicyServices' },
+  ],
   fields: {
     name: field.name(),
     semantic,

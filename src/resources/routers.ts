@@ -9,6 +9,12 @@ export const edgeRouters = defineResource({
   table: 'edge_routers',
   permission: 'router',
   links: ['edge-router-policies'],
+  related: [
+    { collection: 'edge-router-policies', operationId: 'listEdgeRouterEdgeRouterPolicies' },
+    { collection: 'identities', through: 'edge-router-policies', operationId: 'listEdgeRouterIdentities' },
+    { collection: 'service-edge-router-policies', operationId: 'listEdgeRouterServiceEdgeRouterPolicies' },
+    { collection: 'services', through: 'service-edge-router-policies', operationId: 'listEdgeRouterServices' },
+  ],
   fields: {
     name: field.name(),
     cost: field.integer('routing cost', { minimum: 0, maximum: 65535, nullable: true, default: 0 }),

@@ -42,6 +42,12 @@ export const services = defineResource({
   table: 'services',
   permission: 'service',
   links: ['service-edge-router-policies', 'service-policies', 'terminators', 'configs'],
+  related: [
+    { collection: 'edge-routers', through: 'service-edge-router-policies', operationId: 'listServiceEdgeRouters' },
+    { collection: 'identities', through: 'service-policies', policyType: true, operationId: 'listServiceIdentities' },
+    { collection: 'service-edge-router-policies', operationId: 'listServiceServiceEdgeRouterPolicies' },
+    { collection: 'service-policies', operationId: 'listServiceServicePolicies' },
+  ],
   fields: {
     name: field.name(),
     configs: field.set('ids of configs, at most one of each config type', {

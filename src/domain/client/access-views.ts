@@ -2,6 +2,7 @@
 // (with their posture checks), from the policy links — an indexed join per identity, kept in memory
 // while the view generations hold.
 import { sql, type Expression, type SqlBool } from 'kysely';
+import { policySpecOf, roleListOf } from '../../resources/relations.js';
 import { services as servicesDef } from '../../resources/services.js';
 import type { Store } from '../../store/store.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
@@ -53,6 +54,14 @@ interface CachedAccess {
   access: View | undefined;
   size: number;
 }
+
+/** The link tables of service policies, which decide what a caller may dial or bind. */
+const SERVICE_POLICY_LINKS = {
+  policies: policySpecOf('service-policies'),
+  identities: roleListOf('service-policies', 'identities'),
+  services: roleListOf('service-policies', 'services'),
+  postureChecks: roleListOf('service-policies', 'posture-checks'),
+};
 
 const servicesOfIdentity = RELATIONS.find((r) => r.parent === 'identities' && r.sub === 'services')!;
 
@@ -132,14 +141,15 @@ export class AccessViews implements Cache {
     const services = new Map<string, Grant[]>();
     if (serviceIds && serviceIds.length === 0) return { services, checksOf: new Map() };
     // A long list is no better than the whole view (and would strain the bound parameters).
+    const { identities: i, services: s, policies: p } = SERVICE_POLICY_LINKS;
     const restricted =
-      serviceIds && serviceIds.length <= MAX_RESTRICTED_LOAD ? sql` and ${sql.ref('s.service_id')} in (${sql.join([...serviceIds])})` : sql``;
+      serviceIds && serviceIds.length <= MAX_RESTRICTED_LOAD ? sql` and ${sql.ref(`s.${s.linkColumn}`)} in (${sql.join([...serviceIds])})` : sql``;
     const { rows } = await sql<{ policy_id: string; type: string; service_id: string }>`
-      select ${sql.ref('i.policy_id')} as policy_id, ${sql.ref('p.type')} as type, ${sql.ref('s.service_id')} as service_id
-      from ${sql.table('service_policy_identities')} as i
-      join ${sql.table('service_policies')} as p on ${sql.ref('p.id')} = ${sql.ref('i.policy_id')}
-      join ${sql.table('service_policy_services')} as s on ${sql.ref('s.policy_id')} = ${sql.ref('i.policy_id')}${restricted}
-      where ${sql.ref('i.identity_id')} = ${identityId}`.execute(db);
+      select ${sql.ref('i.policy_id')} as policy_id, ${sql.ref('p.type')} as type, ${sql.ref(`s.${s.linkColumn}`)} as service_id
+      from ${sql.table(i.linkTable)} as i
+      join ${sql.table(p.table)} as p on ${sql.ref('p.id')} = ${sql.ref('i.policy_id')}
+      join ${sql.table(s.linkTable)} as s on ${sql.ref('s.policy_id')} = ${sql.ref('i.policy_id')}${restricted}
+      where ${sql.ref(`i.${i.linkColumn}`)} = ${identityId}`.execute(db);
     const policies = new Set<string>();
     for (const r of rows) {
       const type = asPolicyType(r.type);
@@ -152,14 +162,15 @@ export class AccessViews implements Cache {
     for (const list of services.values()) list.sort((a, b) => compareText(a.type, b.type) || compareText(a.policyId, b.policyId));
     const checksOf = new Map<string, string[]>();
     if (policies.size > 0) {
+      const checks = SERVICE_POLICY_LINKS.postureChecks;
       const links = await db
-        .selectFrom('service_policy_posture_checks')
-        .select(['policy_id', 'posture_check_id'])
+        .selectFrom(checks.linkTable)
+        .select(['policy_id', `${checks.linkColumn} as check_id`])
         .where('policy_id', 'in', [...policies])
         .execute();
       for (const l of links) {
         const list = checksOf.get(String(l.policy_id)) ?? [];
-        list.push(String(l.posture_check_id));
+        list.push(String(l.check_id));
         checksOf.set(String(l.policy_id), list);
       }
       for (const list of checksOf.values()) list.sort();

@@ -1,9 +1,9 @@
-// Management routes of the policies area: the generic routes of the three policy kinds, whose reads
-// add the `*RolesDisplay` fields.
+// Management routes of the policies area: the generic routes of every policy kind, whose reads add
+// the `*RolesDisplay` fields.
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { policyReadExtra } from '../../domain/policies.js';
-import { POLICY_COLLECTIONS } from '../../policy/links.js';
+import { POLICY_COLLECTIONS } from '../../resources/relations.js';
 import { registerResourceRoutes } from '../resource-routes.js';
 
 export function policiesRoutes(app: FastifyInstance, core: Core): void {

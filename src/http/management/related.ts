@@ -1,5 +1,5 @@
-// Related lists of the management API (`/<collection>/{id}/<related>`), policy advice and the role
-// attribute lists.
+// Related lists of the management API (`/<collection>/{id}/<related>`, as the definitions declare
+// them), policy advice and the role attribute lists.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Core } from '../../app/core.js';

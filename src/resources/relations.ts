@@ -1,0 +1,208 @@
+// The relations between resources, derived from the definitions' `roleLists` and `related`: each
+// policy kind's role lists and the link tables they are kept in, the kinds of entity role lists
+// select (with the role attribute lists of each), and the related lists served. Everything that
+// reads or writes a link table takes its names from here; the schema test checks the migrations
+// create exactly these tables. Pure: no store, no HTTP.
+import { columnOf, type ResourceDef } from './kit.js';
+import { resourceDefs } from './index.js';
+
+/** A policy collection: one whose definition declares role lists. */
+export type PolicyCollection = string;
+/** The field of a role list in its policy definition, e.g. `identityRoles`. */
+export type RoleField = string;
+/** What the role attribute index calls entities of one collection, e.g. `edge-router`. */
+export type RoleKind = string;
+
+/** The kind of entity policies select: an entity collection some role list names. */
+export interface KindSpec {
+  kind: RoleKind;
+  /** The entity collection; every entity has `role_attributes` and a `name`. */
+  collection: string;
+  table: string;
+  label: string;
+  /** Its permission group: reading its role attributes takes its read permission. */
+  permission: string;
+}
+
+/** One role list of a policy kind and the link table it is materialised in. */
+export interface RoleListSpec {
+  /** The policy collection. */
+  collection: PolicyCollection;
+  field: RoleField;
+  /** Column of the list in the policy table. */
+  column: string;
+  /** The kind of entity it selects. */
+  kind: RoleKind;
+  /** The entity collection it selects. */
+  selects: string;
+  linkTable: string;
+  /** Entity column of the link table (the other one is policy_id). */
+  linkColumn: string;
+}
+
+export interface PolicySpec {
+  collection: PolicyCollection;
+  table: string;
+  /** Whether the policy has a Dial / Bind `type` (service policies). */
+  typed: boolean;
+  lists: readonly RoleListSpec[];
+}
+
+/** A link table: (policy_id, entity) primary key, a reverse index, both sides cascading. */
+export interface LinkTableSpec {
+  table: string;
+  policy: { column: 'policy_id'; table: string };
+  entity: { column: string; table: string };
+}
+
+/** One related list and where its ids come from. */
+export type RelatedSpec = {
+  parent: string;
+  child: string;
+  operationId: string;
+  policyType: boolean;
+} & (
+  | { via: 'policies'; list: RoleListSpec }
+  | { via: 'members'; list: RoleListSpec }
+  | { via: 'policy'; from: RoleListSpec; to: RoleListSpec }
+);
+
+/** `edge router` → `edge_router`: a singular table-name part. */
+const snakeLabel = (def: ResourceDef) => def.label.toLowerCase().replace(/ /g, '_');
+
+/** Everything the relations of a set of definitions imply. */
+export interface Relations {
+  policyCollections: readonly PolicyCollection[];
+  policies: Readonly<Record<PolicyCollection, PolicySpec>>;
+  /** Every kind of entity a role list selects, in the order of the definitions. */
+  kinds: readonly KindSpec[];
+  /** The role lists that select entities of each kind, in policy order. */
+  listsOfKind: Readonly<Record<RoleKind, readonly RoleListSpec[]>>;
+  linkTables: readonly LinkTableSpec[];
+  /** Every related list declared, in the order of the definitions. */
+  related: readonly RelatedSpec[];
+}
+
+/** Derives the relations; throws where the declarations do not fit together. */
+export function deriveRelations(defs: readonly ResourceDef[]): Relations {
+  const defOf = (collection: string): ResourceDef => {
+    const def = defs.find((d) => d.name === collection);
+    if (!def) throw new Error(`relations: no resource ${collection}`);
+    return def;
+  };
+  const kindSpec = (def: ResourceDef): KindSpec => {
+    if (def.fields.roleAttributes?.kind !== 'set') throw new Error(`relations: ${def.name} is selected by role lists but has no roleAttributes`);
+    if (def.permission === null) throw new Error(`relations: ${def.name} is selected by role lists but has no permission group`);
+    return { kind: def.label.toLowerCase().replace(/ /g, '-'), collection: def.name, table: def.table, label: def.label, permission: def.permission };
+  };
+
+  const policyDefs = defs.filter((d) => d.roleLists !== undefined);
+  const kinds = defs.filter((d) => policyDefs.some((p) => Object.values(p.roleLists!).includes(d.name))).map(kindSpec);
+
+  const policies: Record<PolicyCollection, PolicySpec> = {};
+  for (const def of policyDefs) {
+    const lists = Object.entries(def.roleLists!).map(([field, selects]): RoleListSpec => {
+      const f = def.fields[field];
+      if (f?.kind !== 'set') throw new Error(`relations: role list ${def.name}.${field} is not a set field`);
+      const entity = defOf(selects);
+      return {
+        collection: def.name,
+        field,
+        column: columnOf(field, f),
+        kind: kindSpec(entity).kind,
+        selects,
+        linkTable: `${snakeLabel(def)}_${entity.table}`,
+        linkColumn: `${snakeLabel(entity)}_id`,
+      };
+    });
+    const type = def.fields.type;
+    const typed = type?.kind === 'enum' && ['Dial', 'Bind'].every((t) => type.values?.includes(t));
+    policies[def.name] = { collection: def.name, table: def.table, typed, lists };
+  }
+
+  const policyOf = (collection: string): PolicySpec => {
+    const spec = policies[collection];
+    if (!spec) throw new Error(`relations: ${collection} has no role lists`);
+    return spec;
+  };
+  const listOf = (policy: string, collection: string): RoleListSpec => {
+    const found = policyOf(policy).lists.filter((l) => l.selects === collection);
+    if (found.length !== 1) throw new Error(`relations: ${policy} has ${found.length} role lists selecting ${collection}`);
+    return found[0]!;
+  };
+
+  const related = defs.flatMap((parent) =>
+    (parent.related ?? []).map((rel): RelatedSpec => {
+      const base = { parent: parent.name, child: rel.collection, operationId: rel.operationId, policyType: rel.policyType === true };
+      let spec: RelatedSpec;
+      if (rel.through !== undefined) {
+        spec = { ...base, via: 'policy', from: listOf(rel.through, parent.name), to: listOf(rel.through, rel.collection) };
+      } else if (policies[rel.collection]) {
+        spec = { ...base, via: 'policies', list: listOf(rel.collection, parent.name) };
+      } else if (policies[parent.name]) {
+        spec = { ...base, via: 'members', list: listOf(parent.name, rel.collection) };
+      } else {
+        throw new Error(`relations: ${parent.name}/${rel.collection}: neither side is a policy and no policy kind is named to go through`);
+      }
+      if (spec.policyType && !(spec.via === 'policy' && policyOf(rel.through!).typed)) {
+        throw new Error(`relations: ${parent.name}/${rel.collection}: policyType needs a policy kind with a Dial / Bind type to go through`);
+      }
+      return spec;
+    }),
+  );
+
+  const tableOfKind = new Map(kinds.map((k) => [k.kind, k.table]));
+  return {
+    policyCollections: policyDefs.map((d) => d.name),
+    policies,
+    kinds,
+    listsOfKind: Object.fromEntries(kinds.map((k) => [k.kind, Object.values(policies).flatMap((p) => p.lists.filter((l) => l.kind === k.kind))])),
+    linkTables: Object.values(policies).flatMap((p) =>
+      p.lists.map((l) => ({
+        table: l.linkTable,
+        policy: { column: 'policy_id' as const, table: p.table },
+        entity: { column: l.linkColumn, table: tableOfKind.get(l.kind)! },
+      })),
+    ),
+    related,
+  };
+}
+
+// ---- the controller's relations -------------------------------------------------------------------
+
+const relations = deriveRelations(resourceDefs);
+
+export const POLICY_COLLECTIONS: readonly PolicyCollection[] = relations.policyCollections;
+export const POLICY_SPECS: Readonly<Record<PolicyCollection, PolicySpec>> = relations.policies;
+export const ROLE_KINDS: Readonly<Record<RoleKind, KindSpec>> = Object.fromEntries(relations.kinds.map((k) => [k.kind, k]));
+export const LISTS_OF_KIND: Readonly<Record<RoleKind, readonly RoleListSpec[]>> = relations.listsOfKind;
+/** Every link table, as the migrations must create it. */
+export const LINK_TABLES: readonly LinkTableSpec[] = relations.linkTables;
+/** Every related list the definitions declare. */
+export const RELATED_LISTS: readonly RelatedSpec[] = relations.related;
+
+/** The spec of a policy collection; throws for any other collection. */
+export function policySpecOf(collection: PolicyCollection): PolicySpec {
+  const spec = POLICY_SPECS[collection];
+  if (!spec) throw new Error(`relations: ${collection} has no role lists`);
+  return spec;
+}
+
+/** The kind of entity; throws for a kind no role list selects. */
+export function roleKindOf(kind: RoleKind): KindSpec {
+  const spec = ROLE_KINDS[kind];
+  if (!spec) throw new Error(`relations: no role kind ${kind}`);
+  return spec;
+}
+
+/** The kind of the entities of a collection, if role lists select them. */
+export function roleKindOfCollection(collection: string): KindSpec | undefined {
+  return relations.kinds.find((k) => k.collection === collection);
+}
+
+/** The role list of `policy` that selects `collection`: exactly one, or the declarations are wrong. */
+export function roleListOf(policy: PolicyCollection, collection: string): RoleListSpec {
+  const found = policySpecOf(policy).lists.filter((l) => l.selects === collection);
+  if (found.length !== 1) throw new Error(`relations: ${policy} has ${found.length} role lists selecting ${collection}`);
+  return found[0]!;
+}
