@@ -5,6 +5,7 @@ import { Resources, type ResourceService } from '../src/domain/resources.js';
 import { Kernel } from '../src/kernel/kernel.js';
 import { handleError, handleNotFound } from '../src/http/errors.js';
 import { registerResourceRoutes } from '../src/http/resource-routes.js';
+import { readSchema } from '../src/resources/kit.js';
 import { validatorCompiler } from '../src/http/validation.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
@@ -327,5 +328,27 @@ describe('lists', () => {
     expect(json(res).data).toEqual([]);
     const still = json(await app.inject({ method: 'GET', url: '/api/widgets' }));
     expect(still.meta.pagination.totalCount).toBe(25);
+  });
+});
+
+describe('kinds', () => {
+  const fresh = () => new Resources(new Kernel({ store, clock }));
+
+  it('a record answers only the fields of its kind, which the read schema makes optional', async () => {
+    const kinds = { field: 'color', fields: { red: ['size'], green: ['weight', 'note'] } };
+    const byColor = fresh().register({ ...widgets, kinds });
+    const read = readSchema({ ...widgets, kinds });
+    expect(read.required).not.toContain('size');
+    expect(read.required).not.toContain('weight');
+    expect(read.required).toContain('enabled');
+    const red = await byColor.get((await byColor.create({ name: 'red', color: 'red', size: 3, weight: 2 })).id);
+    expect(red.size).toBe(3);
+    expect('weight' in red || 'note' in red).toBe(false);
+    const blue = await byColor.get((await byColor.create({ name: 'blue', color: 'blue', size: 3 })).id);
+    expect(['size', 'weight', 'note'].filter((f) => f in blue)).toEqual([]);
+  });
+
+  it('a kind naming no field fails at registration', () => {
+    expect(() => fresh().register({ ...widgets, kinds: { field: 'color', fields: { red: ['nosuch'] } } })).toThrow(/nosuch is not a field/);
   });
 });

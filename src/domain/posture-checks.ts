@@ -1,13 +1,13 @@
-// Posture checks beyond CRUD: the fields of each kind, their defaults, the answers that show only
-// the kind's own fields, and the seeded posture check types.
-import { Type, type TSchema } from '@sinclair/typebox';
+// Posture checks beyond CRUD: what each kind requires of its own fields (which fields a kind owns
+// is the definition's), their defaults, and the seeded posture check types.
+import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
-import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks } from '../resources/posture-checks.js';
-import { MAX_NAME, readSchema } from '../resources/kit.js';
+import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks, type PostureCheckType } from '../resources/posture-checks.js';
+import { fieldsOfKind, kindFields, MAX_NAME } from '../resources/kit.js';
 import type { Entity } from '../store/repository.js';
 import type { ResourceBehaviour, ResourceService, WriteContext } from './resources.js';
 
-export type PostureCheckType = (typeof POSTURE_CHECK_TYPES)[number];
+export type { PostureCheckType };
 type OsType = (typeof OS_TYPES)[number];
 
 const DESKTOP: readonly OsType[] = ['Windows', 'WindowsServer', 'macOS', 'Linux'];
@@ -22,17 +22,7 @@ export const POSTURE_CHECK_TYPE_OS: Readonly<Record<PostureCheckType, readonly O
   MFA: OS_TYPES,
 };
 
-/** The fields each kind of check owns; on a check of another kind they are absent. */
-export const KIND_FIELDS: Readonly<Record<PostureCheckType, readonly string[]>> = {
-  OS: ['operatingSystems'],
-  PROCESS: ['process'],
-  PROCESS_MULTI: ['processes', 'semantic'],
-  DOMAIN: ['domains'],
-  MAC: ['macAddresses'],
-  MFA: ['timeoutSeconds', 'promptOnWake', 'promptOnUnlock', 'ignoreLegacyEndpoints'],
-};
-
-const ALL_KIND_FIELDS = Object.values(KIND_FIELDS).flat();
+const ALL_KIND_FIELDS = kindFields(postureChecks);
 
 /** MFA: a passed MFA never times out unless timeoutSeconds says otherwise. */
 export const MFA_DEFAULTS = {
@@ -77,7 +67,7 @@ function validateKind(next: Entity): void {
       value: kind,
     });
   }
-  const own = KIND_FIELDS[kind];
+  const own = fieldsOfKind(postureChecks, kind);
   for (const name of ALL_KIND_FIELDS) {
     if (!own.includes(name) && !isAbsent(next[name])) {
       throw fieldError(name, `not a field of ${kind} checks`, typeof next[name] === 'object' ? undefined : next[name]);
@@ -122,24 +112,8 @@ export function postureCheckBehaviour(): ResourceBehaviour {
     async validate(_ctx, next) {
       validateKind(next);
     },
-    async decorate(_ex, entities, answers) {
-      for (const [i, e] of entities.entries()) {
-        const own = isKind(e.typeId) ? KIND_FIELDS[e.typeId] : [];
-        const answer = answers[i]!;
-        for (const name of ALL_KIND_FIELDS) if (!own.includes(name)) delete answer[name];
-      }
-    },
   };
 }
-
-/**
- * The per-kind fields of the read schema: each present only on checks of its kind (answers drop
- * the others, so the serializer must not require them).
- */
-export const PostureCheckReadExtra: Record<string, TSchema> = (() => {
-  const base = readSchema(postureChecks).properties;
-  return Object.fromEntries(ALL_KIND_FIELDS.map((name) => [name, Type.Optional(base[name]!)]));
-})();
 
 /** The typeId a patch or full update must name: the stored one (a check never changes kind). */
 export const TypeIdBodySchema = Type.String({

@@ -6,8 +6,10 @@ import { newId } from '../ids.js';
 import {
   entityLinks,
   entityRef,
+  fieldsOfKind,
   filterSpec,
   isNullableColumn,
+  kindFields,
   refAs,
   type FilterSpec,
   type ResourceDef,
@@ -63,6 +65,7 @@ const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']
 export class ResourceService {
   readonly repo: Repository;
   readonly filter: FilterSpec;
+  private readonly kindFields: ReadonlySet<string>;
 
   constructor(
     readonly def: ResourceDef,
@@ -72,6 +75,10 @@ export class ResourceService {
   ) {
     this.repo = resources.kernel.repoFor(def);
     this.filter = filterSpec(def);
+    this.kindFields = kindFields(def);
+    for (const name of this.kindFields) {
+      if (!def.fields[name]) throw new Error(`resource ${def.name}: kind field ${name} is not a field`);
+    }
   }
 
   async list(q: ListQuery, ex: Executor = this.store.db): Promise<{ items: Answer[]; total: number }> {
@@ -86,7 +93,7 @@ export class ResourceService {
     return answer!;
   }
 
-  /** Entity → answer: public fields, links, entity references, computed fields. */
+  /** Entity → answer: public fields (of its kind), links, entity references, computed fields. */
   async present(ex: Executor, entities: readonly Entity[]): Promise<Answer[]> {
     const answers = entities.map((e) => {
       const answer: Answer = { _links: entityLinks(this.def, e.id) };
@@ -106,6 +113,12 @@ export class ResourceService {
         const refName = typeof id === 'string' ? names.get(id) : undefined;
         answers[i]![refAs(name, f)] =
           typeof id === 'string' && refName !== undefined ? entityRef(f.ref.collection, id, refName) : null;
+      }
+    }
+    if (this.kindFields.size > 0) {
+      for (const [i, e] of entities.entries()) {
+        const own = fieldsOfKind(this.def, e[this.def.kinds!.field]);
+        for (const name of this.kindFields) if (!own.includes(name)) delete answers[i]![name];
       }
     }
     if (this.behaviour.decorate) await this.behaviour.decorate(ex, entities, answers);

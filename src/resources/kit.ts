@@ -89,6 +89,8 @@ export interface ResourceDef<Name extends string = string> {
   roleLists?: Readonly<Record<string, string>>;
   /** Related lists served at `/<name>/{id}/<collection>`, each the listed collection's own list narrowed. */
   related?: readonly RelatedListDef[];
+  /** Records of several kinds in one table: the field naming the kind, and the fields each kind owns. */
+  kinds?: KindsDef;
 }
 
 /** A related list: the entities of `collection` that the policy link tables relate to one entity. */
@@ -108,6 +110,24 @@ export interface RelatedListDef {
 /** A definition keeping its name as a literal type, so the names of all of them form a union. */
 export function defineResource<const Name extends string>(def: ResourceDef<Name>): ResourceDef<Name> {
   return def;
+}
+
+export interface KindsDef {
+  /** The field whose value is the kind. */
+  field: string;
+  /** Per kind, the fields it owns: null on records of other kinds, and absent from their answers. */
+  fields: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The fields of `def` that only some kinds own. */
+export function kindFields(def: ResourceDef): ReadonlySet<string> {
+  return new Set(Object.values(def.kinds?.fields ?? {}).flat());
+}
+
+/** The fields a record of `kind` owns (none for a kind the definition does not name). */
+export function fieldsOfKind(def: ResourceDef, kind: unknown): readonly string[] {
+  const fields = def.kinds?.fields;
+  return fields && typeof kind === 'string' && Object.hasOwn(fields, kind) ? fields[kind]! : [];
 }
 
 export const MAX_STRING = 1024;
@@ -304,7 +324,10 @@ export function refAs(name: string, f: FieldDef): string {
   return f.ref?.as ?? name.replace(/Id$/, '');
 }
 
-/** The read shape: base fields, every public field, references for ref fields. */
+/**
+ * The read shape: base fields, every public field (optional when only some kinds own it),
+ * references for ref fields, then the computed fields (`extra`) code fills in.
+ */
 export function readSchema(def: ResourceDef, extra: Record<string, TSchema> = {}): TObject {
   const props: Record<string, TSchema> = {
     _links: LinksSchema,
@@ -314,9 +337,11 @@ export function readSchema(def: ResourceDef, extra: Record<string, TSchema> = {}
     tags: TagsSchema,
   };
   if (def.system) props.isSystem = Type.Boolean();
+  const ofSomeKinds = kindFields(def);
   for (const [name, f] of Object.entries(def.fields)) {
     if (f.writeOnly || f.virtual) continue;
-    props[name] = maybeNull(valueSchema(f), isNullableColumn(f));
+    const schema = maybeNull(valueSchema(f), isNullableColumn(f));
+    props[name] = ofSomeKinds.has(name) ? Type.Optional(schema) : schema;
     if (f.kind === 'ref') props[refAs(name, f)] = Type.Union([EntityRefSchema, Type.Null()]);
   }
   Object.assign(props, extra);

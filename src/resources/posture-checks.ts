@@ -1,7 +1,8 @@
+// Posture checks and their types. Every kind of check lives in one table; the definition names the
+// fields each kind owns, from which the answers, the read schema and the checks of a write follow.
 import { Type } from '@sinclair/typebox';
-import { field, MAX_NAME, defineResource } from './kit.js';
+import { field, MAX_NAME, defineResource, type KindsDef } from './kit.js';
 
-export const POSTURE_CHECK_TYPES = ['OS', 'PROCESS', 'PROCESS_MULTI', 'DOMAIN', 'MAC', 'MFA'] as const;
 export const OS_TYPES = ['Windows', 'WindowsServer', 'Android', 'iOS', 'Linux', 'macOS'] as const;
 
 const Str = Type.String({ minLength: 1, maxLength: MAX_NAME });
@@ -39,12 +40,26 @@ export const postureCheckTypes = defineResource({
   },
 });
 
+/** The kinds of check and the fields each owns. */
+const postureCheckKinds = {
+  field: 'typeId',
+  fields: {
+    OS: ['operatingSystems'],
+    PROCESS: ['process'],
+    PROCESS_MULTI: ['processes', 'semantic'],
+    DOMAIN: ['domains'],
+    MAC: ['macAddresses'],
+    MFA: ['timeoutSeconds', 'promptOnWake', 'promptOnUnlock', 'ignoreLegacyEndpoints'],
+  },
+} as const satisfies KindsDef;
+
 /** One table for every kind of check; each kind's fields are null on the others. */
 export const postureChecks = defineResource({
   name: 'posture-checks',
   label: 'posture check',
   table: 'posture_checks',
   permission: 'posture-check',
+  kinds: postureCheckKinds,
   fields: {
     name: field.name(),
     typeId: field.ref('posture-check-types', 'kind of check: OS, PROCESS, PROCESS_MULTI, DOMAIN, MAC or MFA', {
@@ -76,3 +91,7 @@ export const postureChecks = defineResource({
     ignoreLegacyEndpoints: field.boolean('MFA: do not apply to legacy clients', { nullable: true }),
   },
 });
+
+/** The kinds of check: the ids (and names) of the posture check types. */
+export type PostureCheckType = keyof typeof postureCheckKinds.fields;
+export const POSTURE_CHECK_TYPES = Object.keys(postureCheckKinds.fields) as readonly PostureCheckType[];

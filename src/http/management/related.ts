@@ -6,7 +6,6 @@ import type { Core } from '../../app/core.js';
 import { allows } from '../../auth/permissions.js';
 import { policyAdvice } from '../../domain/advice.js';
 import { policyReadExtra } from '../../domain/policies.js';
-import { PostureCheckReadExtra } from '../../domain/posture-checks.js';
 import {
   idIn,
   listRoleAttributes,
@@ -32,7 +31,6 @@ import { ServiceReadExtra } from './services.js';
 const READ_EXTRA: Record<string, Record<string, TSchema>> = {
   identities: IdentityReadExtra,
   services: ServiceReadExtra,
-  'posture-checks': PostureCheckReadExtra,
   'service-policies': policyReadExtra('service-policies'),
   'edge-router-policies': policyReadExtra('edge-router-policies'),
   'service-edge-router-policies': policyReadExtra('service-edge-router-policies'),

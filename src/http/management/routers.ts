@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { sql, type SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
-import { assertPostureCheckType, PostureCheckReadExtra, TypeIdBodySchema } from '../../domain/posture-checks.js';
+import { assertPostureCheckType, TypeIdBodySchema } from '../../domain/posture-checks.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { TerminatorReadExtra } from '../../domain/routers.js';
 import { notFound } from '../../errors.js';
@@ -64,7 +64,6 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
   const checks = r.get('posture-checks');
   registerResourceRoutes(app, checks, flavor, {
     operations: ['list', 'get', 'create', 'delete'],
-    readExtra: PostureCheckReadExtra,
     listQueryExtra: RoleFilterQuery,
     listScope: roleFilterScope('posture_checks', flavor),
   });
