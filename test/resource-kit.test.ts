@@ -1,11 +1,11 @@
 // The generic resource routes, exercised through a fixture resource with one field of every kind.
+import { Type } from '@sinclair/typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Resources, type ResourceService } from '../src/domain/resources.js';
+import { computed, Resources, type ResourceService } from '../src/domain/resources.js';
 import { Kernel } from '../src/kernel/kernel.js';
 import { handleError, handleNotFound } from '../src/http/errors.js';
 import { registerResourceRoutes } from '../src/http/resource-routes.js';
-import { readSchema } from '../src/resources/kit.js';
 import { validatorCompiler } from '../src/http/validation.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
@@ -331,16 +331,41 @@ describe('lists', () => {
   });
 });
 
-describe('kinds', () => {
+describe('computed read fields and kinds', () => {
   const fresh = () => new Resources(new Kernel({ store, clock }));
+  const score = (fill: (answer: Record<string, unknown>) => void) =>
+    computed({ score: Type.Integer({ description: 'computed' }) }, async (_ex, _entities, answers) => answers.forEach(fill));
+
+  it('a computed field is in the read schema and in every answer', async () => {
+    const widgetsWithScore = fresh().register(widgets, { computed: [score((a) => (a.score = 42))] });
+    expect(widgetsWithScore.read.properties.score).toBeDefined();
+    const { id } = await widgetsWithScore.create({ name: 'scored', color: 'red' });
+    expect((await widgetsWithScore.get(id)).score).toBe(42);
+    expect((await widgetsWithScore.list({ where: undefined, sort: [], limit: 10, offset: 0 })).items.map((a) => a.score)).toEqual([42]);
+  });
+
+  it('a filler that sets a field it does not declare fails the read', async () => {
+    const sloppy = fresh().register(widgets, { computed: [score((a) => Object.assign(a, { score: 1, undeclared: true }))] });
+    const { id } = await sloppy.create({ name: 'sloppy', color: 'red' });
+    await expect(sloppy.get(id)).rejects.toThrow(/undeclared is in no read schema/);
+  });
+
+  it('a declared field its filler leaves out fails the read', async () => {
+    const forgetful = fresh().register(widgets, { computed: [score(() => undefined)] });
+    const { id } = await forgetful.create({ name: 'forgetful', color: 'red' });
+    await expect(forgetful.get(id)).rejects.toThrow(/lacks score/);
+  });
+
+  it('a field declared twice fails at registration', () => {
+    expect(() => fresh().register(widgets, { computed: [score(() => undefined), score(() => undefined)] })).toThrow(/score declared twice/);
+  });
 
   it('a record answers only the fields of its kind, which the read schema makes optional', async () => {
     const kinds = { field: 'color', fields: { red: ['size'], green: ['weight', 'note'] } };
     const byColor = fresh().register({ ...widgets, kinds });
-    const read = readSchema({ ...widgets, kinds });
-    expect(read.required).not.toContain('size');
-    expect(read.required).not.toContain('weight');
-    expect(read.required).toContain('enabled');
+    expect(byColor.read.required).not.toContain('size');
+    expect(byColor.read.required).not.toContain('weight');
+    expect(byColor.read.required).toContain('enabled');
     const red = await byColor.get((await byColor.create({ name: 'red', color: 'red', size: 3, weight: 2 })).id);
     expect(red.size).toBe(3);
     expect('weight' in red || 'note' in red).toBe(false);

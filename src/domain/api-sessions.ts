@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { iso } from '../clock.js';
 import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
-import type { ResourceBehaviour } from './resources.js';
+import { computed, type ResourceBehaviour } from './resources.js';
 
 export const AuthQuerySchema = Type.Object({
   typeId: Type.String(),
@@ -17,7 +17,7 @@ export const AuthQuerySchema = Type.Object({
   isTotpEnrolled: Type.Boolean(),
 });
 
-/** Computed fields of every API session answer. */
+/** Computed fields of every API session answer (filled by sessionAnswer and apiSessionBehaviour). */
 export const ApiSessionExtra = {
   cachedLastActivityAt: Type.String({ format: 'date-time' }),
   expiresAt: Type.String({ format: 'date-time' }),
@@ -103,21 +103,20 @@ export const SessionAnswerSchema = Type.Object({
 });
 
 export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): ResourceBehaviour {
-  return {
-    async decorate(_ex, entities, answers) {
-      for (const [i, e] of entities.entries()) {
-        const cached = sessions.cached(e.id);
-        const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt as string));
-        Object.assign(answers[i]!, {
-          ...expiry(sessions, last, now()),
-          authQueries: authQueries(
-            { isMfaRequired: e.isMfaRequired === true, isMfaComplete: cached?.isMfaComplete ?? e.isMfaComplete === true },
-            false,
-          ),
-          isCertExtendRequested: false,
-          isCertKeyRollRequested: false,
-        });
-      }
-    },
-  };
+  const fields = computed(ApiSessionExtra, async (_ex, entities, answers) => {
+    for (const [i, e] of entities.entries()) {
+      const cached = sessions.cached(e.id);
+      const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt as string));
+      Object.assign(answers[i]!, {
+        ...expiry(sessions, last, now()),
+        authQueries: authQueries(
+          { isMfaRequired: e.isMfaRequired === true, isMfaComplete: cached?.isMfaComplete ?? e.isMfaComplete === true },
+          false,
+        ),
+        isCertExtendRequested: false,
+        isCertKeyRollRequested: false,
+      });
+    }
+  });
+  return { computed: [fields] };
 }

@@ -1,5 +1,6 @@
 // Identities beyond CRUD: defaults, the protected default admin, computed read fields, and
 // disable / enable taking effect on live sessions at once.
+import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import type { Clock } from '../clock.js';
@@ -7,7 +8,7 @@ import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
-import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /**
  * A caller who is not an admin may not change an admin, its credentials or what its access depends
@@ -33,6 +34,53 @@ export async function isAdminIdentity(ctx: WriteContext, identityId: string): Pr
 export async function assertMayManage(ctx: WriteContext, identityId: string): Promise<void> {
   if (byDelegate(ctx) && (await isAdminIdentity(ctx, identityId))) throw adminOnly();
 }
+
+/** Read fields of an identity from its authenticators and API sessions. */
+const identityReadFields = computed(
+  {
+    typeId: Type.String(),
+    authenticators: Type.Object({
+      updb: Type.Optional(Type.Object({ id: Type.String(), username: Type.Union([Type.String(), Type.Null()]) })),
+      cert: Type.Optional(Type.Object({ id: Type.String(), fingerprint: Type.Union([Type.String(), Type.Null()]) })),
+    }),
+    hasApiSession: Type.Boolean(),
+    isMfaEnabled: Type.Boolean(),
+    hasEdgeRouterConnection: Type.Boolean(),
+    edgeRouterConnectionStatus: Type.String(),
+  },
+  async (ex, entities, answers) => {
+    const ids = entities.map((e) => e.id);
+    if (ids.length === 0) return;
+    const auths = await ex
+      .selectFrom('authenticators')
+      .select(['id', 'identity_id', 'method', 'username', 'fingerprint'])
+      .where('identity_id', 'in', ids)
+      .execute();
+    const sessions = await ex
+      .selectFrom('api_sessions')
+      .select(['identity_id', sql<number>`count(*)`.as('n')])
+      .where('identity_id', 'in', ids)
+      .groupBy('identity_id')
+      .execute();
+    const withSession = new Set(sessions.map((s) => s.identity_id as string));
+    for (const [i, e] of entities.entries()) {
+      const mine = auths.filter((a) => a.identity_id === e.id);
+      const updb = mine.find((a) => a.method === 'updb');
+      const cert = mine.find((a) => a.method === 'cert');
+      Object.assign(answers[i]!, {
+        typeId: e.type,
+        authenticators: {
+          ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
+          ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
+        },
+        hasApiSession: withSession.has(e.id),
+        isMfaEnabled: false,
+        hasEdgeRouterConnection: false,
+        edgeRouterConnectionStatus: 'offline',
+      });
+    }
+  },
+);
 
 export function identityBehaviour(): ResourceBehaviour {
   return {
@@ -65,38 +113,7 @@ export function identityBehaviour(): ResourceBehaviour {
         throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
       }
     },
-    async decorate(ex, entities, answers) {
-      const ids = entities.map((e) => e.id);
-      if (ids.length === 0) return;
-      const auths = await ex
-        .selectFrom('authenticators')
-        .select(['id', 'identity_id', 'method', 'username', 'fingerprint'])
-        .where('identity_id', 'in', ids)
-        .execute();
-      const sessions = await ex
-        .selectFrom('api_sessions')
-        .select(['identity_id', sql<number>`count(*)`.as('n')])
-        .where('identity_id', 'in', ids)
-        .groupBy('identity_id')
-        .execute();
-      const withSession = new Set(sessions.map((s) => s.identity_id as string));
-      for (const [i, e] of entities.entries()) {
-        const mine = auths.filter((a) => a.identity_id === e.id);
-        const updb = mine.find((a) => a.method === 'updb');
-        const cert = mine.find((a) => a.method === 'cert');
-        Object.assign(answers[i]!, {
-          typeId: e.type,
-          authenticators: {
-            ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
-            ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
-          },
-          hasApiSession: withSession.has(e.id),
-          isMfaEnabled: false,
-          hasEdgeRouterConnection: false,
-          edgeRouterConnectionStatus: 'offline',
-        });
-      }
-    },
+    computed: [identityReadFields],
   };
 }
 

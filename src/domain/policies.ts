@@ -1,7 +1,7 @@
 // Policies beyond CRUD (their role lists checked, links kept, `<list>Display` read fields), and the
 // link maintenance every entity that role lists select needs; which resource gets which follows
 // from the relations the definitions declare.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { fieldError } from '../errors.js';
 import { existingIds, type PolicyLinks } from '../policy/links.js';
 import { parseRoles, rolesDisplay, validateRoles } from '../policy/roles.js';
@@ -9,17 +9,12 @@ import type { ResourceDef } from '../resources/kit.js';
 import { policySpecOf, roleKindOf, roleKindOfCollection, type PolicyCollection, type RoleKind } from '../resources/relations.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import { composeBehaviours, type ResourceBehaviour } from './resources.js';
+import { computed, composeBehaviours, type ResourceBehaviour } from './resources.js';
 
 export const RoleDisplaySchema = Type.Array(
   Type.Object({ role: Type.String(), name: Type.String() }),
   { description: 'each role with the name it stands for: @<entity name> for @id, the role itself otherwise' },
 );
-
-/** The computed read fields of a policy kind: `<list>Display` for each of its role lists. */
-export function policyReadExtra(collection: PolicyCollection): Record<string, TSchema> {
-  return Object.fromEntries(policySpecOf(collection).lists.map((l) => [`${l.field}Display`, RoleDisplaySchema]));
-}
 
 const SEMANTICS = new Set(['AllOf', 'AnyOf']);
 /** Ids per name lookup statement. */
@@ -41,6 +36,32 @@ async function namesOf(ex: Executor, table: string, ids: readonly string[]): Pro
     for (const r of rows) out.set(String(r.id), String(r.name));
   }
   return out;
+}
+
+/** `<list>Display` for each role list: the roles with the names of the entities `@id` names. */
+function rolesDisplayFields(collection: PolicyCollection) {
+  const spec = policySpecOf(collection);
+  const fields = Object.fromEntries(spec.lists.map((l) => [`${l.field}Display`, RoleDisplaySchema]));
+  return computed(fields, async (ex, entities, answers) => {
+    // One name lookup per entity kind for the whole page.
+    const idsByKind = new Map<RoleKind, Set<string>>();
+    for (const e of entities) {
+      for (const l of spec.lists) {
+        const ids = parseRoles(roleList(e, l.field)).ids;
+        if (ids.length === 0) continue;
+        let set = idsByKind.get(l.kind);
+        if (!set) idsByKind.set(l.kind, (set = new Set()));
+        for (const id of ids) set.add(id);
+      }
+    }
+    const names = new Map<RoleKind, Map<string, string>>();
+    for (const [kind, ids] of idsByKind) names.set(kind, await namesOf(ex, roleKindOf(kind).table, [...ids]));
+    for (const [i, e] of entities.entries()) {
+      for (const l of spec.lists) {
+        answers[i]![`${l.field}Display`] = rolesDisplay(roleList(e, l.field), names.get(l.kind) ?? new Map());
+      }
+    }
+  });
 }
 
 function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): ResourceBehaviour {
@@ -73,26 +94,7 @@ function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): Reso
     async afterDelete(ctx, prev) {
       await links.forgetPolicy(ctx, collection, prev.id);
     },
-    async decorate(ex, entities, answers) {
-      // One name lookup per entity kind for the whole page.
-      const idsByKind = new Map<RoleKind, Set<string>>();
-      for (const e of entities) {
-        for (const l of spec.lists) {
-          const ids = parseRoles(roleList(e, l.field)).ids;
-          if (ids.length === 0) continue;
-          let set = idsByKind.get(l.kind);
-          if (!set) idsByKind.set(l.kind, (set = new Set()));
-          for (const id of ids) set.add(id);
-        }
-      }
-      const names = new Map<RoleKind, Map<string, string>>();
-      for (const [kind, ids] of idsByKind) names.set(kind, await namesOf(ex, roleKindOf(kind).table, [...ids]));
-      for (const [i, e] of entities.entries()) {
-        for (const l of spec.lists) {
-          answers[i]![`${l.field}Display`] = rolesDisplay(roleList(e, l.field), names.get(l.kind) ?? new Map());
-        }
-      }
-    },
+    computed: [rolesDisplayFields(collection)],
   };
 }
 

@@ -1,15 +1,19 @@
 // Generic behaviour of every resource: list, read, create, full update, patch, delete, each write
 // through the kernel (one transaction, its change announced). What a resource needs beyond CRUD
-// hooks in through ResourceBehaviour, never through special cases here or in the routes.
+// hooks in through ResourceBehaviour, never through special cases here or in the routes. Its read
+// schema is the definition's plus the computed fields its behaviour declares; an answer carrying
+// anything else is refused, so a field the serializer would silently drop never goes unnoticed.
+import type { TObject, TSchema } from '@sinclair/typebox';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
 import {
   entityLinks,
   entityRef,
-  fieldsOfKind,
   filterSpec,
+  fieldsOfKind,
   isNullableColumn,
   kindFields,
+  readSchema,
   refAs,
   type FilterSpec,
   type ResourceDef,
@@ -33,11 +37,31 @@ export interface ResourceBehaviour {
   afterWrite?(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void>;
   beforeDelete?(ctx: WriteContext, prev: Entity): Promise<void>;
   afterDelete?(ctx: WriteContext, prev: Entity): Promise<void>;
-  /** Adds computed read fields to a page of answers. */
-  decorate?(ex: Executor, entities: readonly Entity[], answers: Record<string, unknown>[]): Promise<void>;
+  /** Read fields filled by code, each declaration beside the code that fills it; filled in order. */
+  computed?: readonly ComputedFields[];
 }
 
 export type Answer = Record<string, unknown>;
+
+/** What a read asked for beyond filter, sort and paging (the list's query: `configTypes`, ...). */
+export interface ReadOptions {
+  query?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Read fields filled by code rather than read from the row: their schemas (what the serializer
+ * keeps; `Type.Optional` for one only some answers carry) and the code that fills them.
+ */
+export interface ComputedFields {
+  fields: Readonly<Record<string, TSchema>>;
+  /** Sets the fields on a page of answers; answers[i] is the answer of entities[i]. */
+  fill(ex: Executor, entities: readonly Entity[], answers: Answer[], read: ReadOptions): Promise<void>;
+}
+
+/** Declares computed read fields together with their filler. */
+export function computed(fields: ComputedFields['fields'], fill: ComputedFields['fill']): ComputedFields {
+  return { fields, fill };
+}
 
 /** Runs the hooks of several behaviours in order (decorations one after another). */
 export function composeBehaviours(...parts: ResourceBehaviour[]): ResourceBehaviour {
@@ -54,9 +78,7 @@ export function composeBehaviours(...parts: ResourceBehaviour[]): ResourceBehavi
     async afterDelete(ctx, prev) {
       for (const p of parts) await p.afterDelete?.(ctx, prev);
     },
-    async decorate(ex, entities, answers) {
-      for (const p of parts) await p.decorate?.(ex, entities, answers);
-    },
+    computed: parts.flatMap((p) => p.computed ?? []),
   };
 }
 
@@ -65,6 +87,10 @@ const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']
 export class ResourceService {
   readonly repo: Repository;
   readonly filter: FilterSpec;
+  /** The schema of an answer: the definition's read fields and the computed ones. */
+  readonly read: TObject;
+  private readonly readFields: ReadonlySet<string>;
+  private readonly requiredFields: readonly string[];
   private readonly kindFields: ReadonlySet<string>;
 
   constructor(
@@ -75,15 +101,18 @@ export class ResourceService {
   ) {
     this.repo = resources.kernel.repoFor(def);
     this.filter = filterSpec(def);
+    this.read = readSchema(def, computedSchemas(def, behaviour.computed ?? []));
+    this.readFields = new Set(Object.keys(this.read.properties));
+    this.requiredFields = this.read.required ?? [];
     this.kindFields = kindFields(def);
     for (const name of this.kindFields) {
       if (!def.fields[name]) throw new Error(`resource ${def.name}: kind field ${name} is not a field`);
     }
   }
 
-  async list(q: ListQuery, ex: Executor = this.store.db): Promise<{ items: Answer[]; total: number }> {
+  async list(q: ListQuery, ex: Executor = this.store.db, read: ReadOptions = {}): Promise<{ items: Answer[]; total: number }> {
     const { items, total } = await this.repo.list(ex, q);
-    return { items: await this.present(ex, items), total };
+    return { items: await this.present(ex, items, read), total };
   }
 
   async get(id: string, ex: Executor = this.store.db): Promise<Answer> {
@@ -94,7 +123,7 @@ export class ResourceService {
   }
 
   /** Entity → answer: public fields (of its kind), links, entity references, computed fields. */
-  async present(ex: Executor, entities: readonly Entity[]): Promise<Answer[]> {
+  async present(ex: Executor, entities: readonly Entity[], read: ReadOptions = {}): Promise<Answer[]> {
     const answers = entities.map((e) => {
       const answer: Answer = { _links: entityLinks(this.def, e.id) };
       for (const [key, value] of Object.entries(e)) {
@@ -121,8 +150,21 @@ export class ResourceService {
         for (const name of this.kindFields) if (!own.includes(name)) delete answers[i]![name];
       }
     }
-    if (this.behaviour.decorate) await this.behaviour.decorate(ex, entities, answers);
+    for (const c of this.behaviour.computed ?? []) await c.fill(ex, entities, answers, read);
+    for (const answer of answers) this.checkAnswer(answer);
     return answers;
+  }
+
+  /** An answer carries exactly the read schema: nothing it would drop, nothing it requires missing. */
+  private checkAnswer(answer: Answer): void {
+    for (const key in answer) {
+      if (!this.readFields.has(key)) {
+        throw new Error(`${this.def.name}: answer field ${key} is in no read schema; declare it as a computed field`);
+      }
+    }
+    for (const key of this.requiredFields) {
+      if (!(key in answer)) throw new Error(`${this.def.name}: answer lacks ${key}; its computed field was not filled`);
+    }
   }
 
   async create(body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
@@ -277,6 +319,21 @@ function normalise(def: ResourceDef, entity: Entity): Entity {
     if (f.kind === 'set' && Array.isArray(entity[name])) entity[name] = [...new Set(entity[name] as unknown[])];
   }
   return entity;
+}
+
+/**
+ * The schemas of the computed fields, each declared once. One may replace how a stored field reads
+ * (a terminator's `router` id read as a reference).
+ */
+function computedSchemas(def: ResourceDef, computed: readonly ComputedFields[]): Record<string, TSchema> {
+  const out: Record<string, TSchema> = {};
+  for (const c of computed) {
+    for (const [name, schema] of Object.entries(c.fields)) {
+      if (name in out) throw new Error(`resource ${def.name}: computed field ${name} declared twice`);
+      out[name] = schema;
+    }
+  }
+  return out;
 }
 
 function changed(next: Entity, prev: Entity): Record<string, unknown> {

@@ -2,7 +2,7 @@
 // edge router policy of a tunneler-enabled edge router, terminators bound to an existing router, and
 // terminator secrets kept only as a hash.
 import { createHash } from 'node:crypto';
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { PolicyLinks } from '../policy/links.js';
@@ -10,7 +10,7 @@ import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
 import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import type { ResourceBehaviour, WriteContext } from './resources.js';
+import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
 export function systemPolicyName(routerId: string): string {
@@ -182,12 +182,27 @@ async function removeTerminatorsOf(ctx: WriteContext, routerId: string): Promise
 
 // ---- terminators ---------------------------------------------------------------------------
 
-/** Read fields of a terminator beyond its definition's. */
-export const TerminatorReadExtra: Record<string, TSchema> = {
-  serviceId: Type.String({ description: 'id of the service' }),
-  routerId: Type.String({ description: 'id of the edge router or router hosting it' }),
-  router: Type.Union([EntityRefSchema, Type.Null()], { description: 'the edge router or router hosting it' }),
-};
+/** Read fields of a terminator beyond its definition's: the ids beside the references. */
+const terminatorReadFields = computed(
+  {
+    serviceId: Type.String({ description: 'id of the service' }),
+    routerId: Type.String({ description: 'id of the edge router or router hosting it' }),
+    router: Type.Union([EntityRefSchema, Type.Null()], { description: 'the edge router or router hosting it' }),
+  },
+  async (ex, entities, answers) => {
+    const ids = entities.map((e) => e.router as string);
+    const [edge, fabric] = [await routerNames(ex, 'edge_routers', ids), await routerNames(ex, 'routers', ids)];
+    for (const [i, e] of entities.entries()) {
+      const id = e.router as string;
+      const answer = answers[i]!;
+      answer.serviceId = e.service;
+      answer.routerId = id;
+      const edgeName = edge.get(id);
+      const name = edgeName ?? fabric.get(id);
+      answer.router = name === undefined ? null : entityRef(edgeName !== undefined ? 'edge-routers' : 'routers', id, name);
+    }
+  },
+);
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -215,23 +230,7 @@ export function terminatorBehaviour(): ResourceBehaviour {
         next.identitySecretHash = createHash('sha256').update(Buffer.from(secret, 'base64')).digest('hex');
       }
     },
-    async decorate(ex, entities, answers) {
-      const ids = entities.map((e) => e.router as string);
-      const [edge, fabric] = [
-        await routerNames(ex, 'edge_routers', ids),
-        await routerNames(ex, 'routers', ids),
-      ];
-      for (const [i, e] of entities.entries()) {
-        const id = e.router as string;
-        const answer = answers[i]!;
-        answer.serviceId = e.service;
-        answer.routerId = id;
-        const edgeName = edge.get(id);
-        const name = edgeName ?? fabric.get(id);
-        answer.router =
-          name === undefined ? null : entityRef(edgeName !== undefined ? 'edge-routers' : 'routers', id, name);
-      }
-    },
+    computed: [terminatorReadFields],
   };
 }
 

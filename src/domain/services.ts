@@ -1,5 +1,6 @@
 // Services, config types and configs beyond CRUD: config type schemas, config data checked against
 // them, the configs of a service, identity service-config overrides, and the seeded config types.
+import { Type } from '@sinclair/typebox';
 import type { SqlFlavor } from '../query/flavor.js';
 import type { ValidateFunction } from 'ajv';
 import { sql, type Expression, type SqlBool } from 'kysely';
@@ -13,7 +14,7 @@ import type { Executor, Tx } from '../store/store.js';
 import { SEEDED_CONFIG_TYPE_IDS, SEEDED_CONFIG_TYPES } from './config-type-schemas.js';
 import { assertMayManage } from './identities.js';
 import { dataProblem, JsonSchemaCompiler, SchemaProblem } from './json-schema.js';
-import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import { computed, type Actor, type Answer, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** The terminator strategies a router knows; a typo would leave a service without routing. */
 export const TERMINATOR_STRATEGIES = ['smartrouting', 'weighted', 'random', 'sticky'] as const;
@@ -282,25 +283,31 @@ export function serviceBehaviour(): ResourceBehaviour {
           .execute();
       }
     },
-    async decorate(ex, entities, answers) {
-      if (entities.length === 0) return;
-      const rows = await ex
-        .selectFrom('service_configs')
-        .select(['service_id', 'config_id'])
-        .where('service_id', 'in', entities.map((e) => e.id))
-        .orderBy('service_id')
-        .orderBy('config_id')
-        .execute();
-      const byService = new Map<string, string[]>();
-      for (const r of rows) {
-        const list = byService.get(r.service_id as string) ?? [];
-        list.push(r.config_id as string);
-        byService.set(r.service_id as string, list);
-      }
-      for (const [i, e] of entities.entries()) answers[i]!.configs = byService.get(e.id) ?? [];
-    },
+    computed: [serviceConfigIds, configsOfTypes],
   };
 }
+
+/** `configs` of a page of services: the ids of each one's configs. */
+const serviceConfigIds = computed(
+  { configs: Type.Array(Type.String(), { description: 'ids of the configs of the service, at most one per config type' }) },
+  async (ex, entities, answers) => {
+    if (entities.length === 0) return;
+    const rows = await ex
+      .selectFrom('service_configs')
+      .select(['service_id', 'config_id'])
+      .where('service_id', 'in', entities.map((e) => e.id))
+      .orderBy('service_id')
+      .orderBy('config_id')
+      .execute();
+    const byService = new Map<string, string[]>();
+    for (const r of rows) {
+      const list = byService.get(r.service_id as string) ?? [];
+      list.push(r.config_id as string);
+      byService.set(r.service_id as string, list);
+    }
+    for (const [i, e] of entities.entries()) answers[i]!.configs = byService.get(e.id) ?? [];
+  },
+);
 
 /**
  * Create-only fields (a service's encryptionRequired, a config's configTypeId) are fixed once the
@@ -522,12 +529,24 @@ interface ConfigOfType {
 }
 
 /**
- * `config` on a page of services: for each service, the data of its configs whose type is among
- * the asked-for ones (by id or name, or "all"), keyed by the type's name.
+ * `config` on a page of services the list asked `configTypes` of: for each service, the data of its
+ * configs whose type is among the asked-for ones (by id or name, or "all"), keyed by the type's name.
  */
-export async function addConfigsOfTypes(ex: Executor, query: Record<string, unknown>, answers: Record<string, unknown>[]): Promise<void> {
-  if (query.configTypes === undefined) return;
-  const asked = (Array.isArray(query.configTypes) ? query.configTypes : [query.configTypes]).map(String);
+const configsOfTypes = computed(
+  {
+    config: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: 'config type name → config data, for the configTypes the list asked for',
+      }),
+    ),
+  },
+  async (ex, _entities, answers, read) => {
+    if (read.query?.configTypes !== undefined) await addConfigsOfTypes(ex, read.query.configTypes, answers);
+  },
+);
+
+async function addConfigsOfTypes(ex: Executor, configTypes: unknown, answers: Record<string, unknown>[]): Promise<void> {
+  const asked = (Array.isArray(configTypes) ? configTypes : [configTypes]).map(String);
   const all = asked.includes('all');
   const configIds = [...new Set(answers.flatMap((a) => (a.configs as string[] | undefined) ?? []))];
   const rows =

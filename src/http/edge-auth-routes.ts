@@ -8,15 +8,13 @@ import type { Core } from '../app/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
 import { sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
 import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
-import { patchSchema, readSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
+import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
 import { authenticators as authenticatorsDef } from '../resources/authenticators.js';
-import { identities as identitiesDef } from '../resources/identities.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
 import { expiryHeaders, peerCertificate, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
-import { IdentityReadExtra } from './identity-schemas.js';
 
 const AuthenticateBody = Type.Object(
   {
@@ -32,11 +30,11 @@ const AuthenticateBody = Type.Object(
 const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: true });
 
 
-const authenticatorRead = readSchema(authenticatorsDef);
 const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 100 }) };
 
 export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
   const serialisedIdentities = new WeakMap<object, string>();
+  const authenticatorRead = core.resources.get('authenticators').read;
   const tags = ['authentication'];
 
   app.post('/authenticate', {
@@ -106,7 +104,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'getCurrentIdentity',
       tags: ['current-identity'],
-      response: { 200: dataEnvelopeSchema(readSchema(identitiesDef, IdentityReadExtra)) },
+      response: { 200: dataEnvelopeSchema(core.resources.get('identities').read) },
     },
     handler: async (request, reply) => {
       // The answer object lives until something it shows changes; so does its serialised form.

@@ -3,14 +3,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Expression, SqlBool } from 'kysely';
-import {
-  ALL_OPERATIONS,
-  createSchema,
-  patchSchema,
-  readSchema,
-  updateSchema,
-  type Operation,
-} from '../resources/kit.js';
+import { ALL_OPERATIONS, createSchema, patchSchema, updateSchema, type Operation } from '../resources/kit.js';
 import type { Actor, ResourceService } from '../domain/resources.js';
 import './credentials.js';
 import type { SqlFlavor } from '../query/flavor.js';
@@ -75,14 +68,10 @@ export function operationId(service: ResourceService, op: Operation): string {
 
 export interface ResourceRouteOptions {
   operations?: readonly Operation[];
-  /** Extra computed read fields, for the response schema. */
-  readExtra?: Record<string, TSchema>;
   /** Extra list query parameters (documented), e.g. roleFilter. */
   listQueryExtra?: Record<string, TSchema>;
   /** Narrows a list before the filter from its query (roleFilter and the like); undefined: no narrowing. */
   listScope?: (query: Record<string, unknown>) => Promise<Expression<SqlBool> | undefined>;
-  /** Adds read fields a list query asks for (configTypes and the like) to a page of answers. */
-  listDecorate?: (query: Record<string, unknown>, answers: Record<string, unknown>[]) => Promise<void>;
 }
 
 export function registerResourceRoutes(
@@ -94,7 +83,7 @@ export function registerResourceRoutes(
   const def = service.def;
   const ops = new Set(options.operations ?? def.operations ?? ALL_OPERATIONS);
   const base = `/${def.name}`;
-  const read = readSchema(def, options.readExtra);
+  const read = service.read;
   const tags = [def.name];
   const common = (op: Operation) => ({
     config: { auth: routeAuth(def.permission, ACTION[op]) },
@@ -115,8 +104,8 @@ export function registerResourceRoutes(
         const query = request.query as Record<string, unknown>;
         const list = parseList(query, service.filter, flavor);
         const scope = await options.listScope?.(query);
-        const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query);
-        await options.listDecorate?.(query, items);
+        // The query goes along: computed fields may answer what it asks (configTypes, ...).
+        const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query, undefined, { query });
         return envelope(items, listMeta(list, total, service.filter));
       },
     });

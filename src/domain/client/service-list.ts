@@ -97,6 +97,23 @@ export interface PresentOptions {
   report?: { timeDependent: boolean };
 }
 
+/** What a client's service answer carries beyond the service's read fields; ClientServices.present fills them. */
+export const ClientServiceFields = {
+  permissions: Type.Array(Type.String(), { description: 'Bind and/or Dial: what the caller may do' }),
+  config: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'config type name → config data, for the config types asked for; the identity’s overrides applied',
+  }),
+  postureQueries: Type.Array(
+    Type.Object({
+      policyId: Type.String(),
+      policyType: Type.String(),
+      isPassing: Type.Boolean(),
+      postureQueries: Type.Array(PostureQuerySchema),
+    }),
+    { description: 'one entry per service policy granting the caller access' },
+  ),
+};
+
 export class ClientServices {
   /**
    * The caller-independent part of each service answer, made once per entity object (the catalog
@@ -161,9 +178,10 @@ export class ClientServices {
   }
 
   /**
-   * Service entities → client answers: permissions, configs, posture queries. `versions`, when given,
-   * receives the versions of what the answers were made of beyond their fields (every config and
-   * posture check read, with its updatedAt).
+   * Service entities → client answers (ClientServiceFields beside the service's own read fields and
+   * `configs`): permissions, configs, posture queries. `versions`, when given, receives the versions
+   * of what the answers were made of beyond their fields (every config and posture check read, with
+   * its updatedAt).
    */
   async present(caller: Caller, entities: readonly Entity[], choice: ConfigTypeChoice, opts: PresentOptions = {}): Promise<Record<string, unknown>[]> {
     if (entities.length === 0) return [];

@@ -6,24 +6,20 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { sql, type SqlBool } from 'kysely';
 import type { Caller } from '../../domain/client/caller.js';
-import { PostureQuerySchema, type ClientServices, type ConfigTypeChoice } from '../../domain/client/service-list.js';
+import { ClientServiceFields, type ClientServices, type ConfigTypeChoice } from '../../domain/client/service-list.js';
 import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.js';
 import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { TerminatorReadExtra } from '../../domain/routers.js';
 import { assertCreateOnlyUnchanged } from '../../domain/services.js';
 import { clientEdgeRouterListItem, ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, edgeRouterScope } from '../../domain/client/edge-routers.js';
 import { ApiError } from '../../errors.js';
 import { splitList } from '../../oidc/provider.js';
 import type { SqlFlavor } from '../../query/flavor.js';
-import { readSchema } from '../../resources/kit.js';
 import type { Executor } from '../../store/store.js';
-import { services as servicesDef } from '../../resources/services.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
-import { ServiceReadExtra } from '../management/services.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
 import type { AnswerCache } from './answer-cache.js';
 import { callerOf } from './request.js';
@@ -38,23 +34,6 @@ const ConfigTypesQuery = {
 
 const ServicesQuery = Type.Composite([ListQuerySchema, Type.Object({ ...ConfigTypesQuery, ...RoleFilterQuery })], { additionalProperties: true });
 const ServiceQuery = Type.Object(ConfigTypesQuery, { additionalProperties: true });
-
-export const ClientServiceSchema = readSchema(servicesDef, {
-  ...ServiceReadExtra,
-  permissions: Type.Array(Type.String(), { description: 'Bind and/or Dial: what the caller may do' }),
-  config: Type.Record(Type.String(), Type.Unknown(), {
-    description: 'config type name → config data, for the config types asked for; the identity’s overrides applied',
-  }),
-  postureQueries: Type.Array(
-    Type.Object({
-      policyId: Type.String(),
-      policyType: Type.String(),
-      isPassing: Type.Boolean(),
-      postureQueries: Type.Array(PostureQuerySchema),
-    }),
-    { description: 'one entry per service policy granting the caller access' },
-  ),
-});
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -89,6 +68,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
   const terminators = resources.get('terminators');
   const edgeRouters = resources.get('edge-routers');
   const tags = ['services'];
+  // A service as the Management API reads it, and what the caller may do with it.
+  const ClientServiceSchema = Type.Object({ ...services.read.properties, ...ClientServiceFields });
 
   app.get('/services', {
     config: { auth: SESSION },
@@ -137,7 +118,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       const { id } = request.params as { id: string };
       await assertCreateOnlyUnchanged(resources, services.def.name, id, request.body as Record<string, unknown> | undefined);
     });
-    registerResourceRoutes(scoped, services, flavor, { operations: ['update', 'patch', 'delete'], readExtra: ServiceReadExtra });
+    registerResourceRoutes(scoped, services, flavor, { operations: ['update', 'patch', 'delete'] });
   });
 
   app.get('/services/:id/edge-routers', {
@@ -171,7 +152,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       tags,
       params: IdParams,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(terminators.def, TerminatorReadExtra))) },
+      response: { 200: dataEnvelopeSchema(Type.Array(terminators.read)) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };

@@ -3,15 +3,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { disableIdentity, enableIdentity } from '../../domain/identities.js';
-import { ApiSessionExtra } from '../../domain/api-sessions.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { notFound } from '../../errors.js';
-import { readSchema } from '../../resources/kit.js';
-import { authenticators as authenticatorsDef } from '../../resources/authenticators.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
-import { IdentityReadExtra } from '../identity-schemas.js';
 import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
@@ -27,12 +23,11 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, r.get('identity-types'), flavor);
   registerResourceRoutes(app, r.get('auth-policies'), flavor);
   registerResourceRoutes(app, r.get('identities'), flavor, {
-    readExtra: IdentityReadExtra,
     listQueryExtra: RoleFilterQuery,
     listScope: roleFilterScope('identities', flavor),
   });
   registerResourceRoutes(app, r.get('authenticators'), flavor);
-  registerResourceRoutes(app, r.get('api-sessions'), flavor, { readExtra: ApiSessionExtra });
+  registerResourceRoutes(app, r.get('api-sessions'), flavor);
   policiesRoutes(app, core);
   servicesRoutes(app, core);
   routersRoutes(app, core);
@@ -55,7 +50,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'getIdentityAuthenticators',
       tags: ['identities'],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(authenticatorsDef))) },
+      response: { 200: dataEnvelopeSchema(Type.Array(authenticators.read)) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };

@@ -1,11 +1,10 @@
 // Related lists of the management API (`/<collection>/{id}/<related>`, as the definitions declare
 // them), policy advice and the role attribute lists.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { allows } from '../../auth/permissions.js';
 import { policyAdvice } from '../../domain/advice.js';
-import { policyReadExtra } from '../../domain/policies.js';
 import {
   idIn,
   listRoleAttributes,
@@ -16,25 +15,11 @@ import {
   roleAttributeUsage,
 } from '../../domain/related.js';
 import { ApiError, notFound } from '../../errors.js';
-import { EntityRefSchema, readSchema } from '../../resources/kit.js';
+import { EntityRefSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
-import { IdentityReadExtra } from '../identity-schemas.js';
 import { listMeta, parseList } from '../list.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
-import { ServiceReadExtra } from './services.js';
-
-/**
- * Computed read fields of the listed resources: the same schemas their own lists answer with, so a
- * related list serialises an entity exactly as the resource's list does.
- */
-const READ_EXTRA: Record<string, Record<string, TSchema>> = {
-  identities: IdentityReadExtra,
-  services: ServiceReadExtra,
-  'service-policies': policyReadExtra('service-policies'),
-  'edge-router-policies': policyReadExtra('edge-router-policies'),
-  'service-edge-router-policies': policyReadExtra('service-edge-router-policies'),
-};
 
 const PolicyTypeQuery = Type.Composite(
   [ListQuerySchema, Type.Object({ policyType: Type.Optional(Type.String({ description: 'dial or bind; absent: either' })) })],
@@ -95,7 +80,8 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         tags: [rel.parent],
         params: IdParams,
         querystring: rel.policyType ? PolicyTypeQuery : ListQuerySchema,
-        response: { 200: dataEnvelopeSchema(Type.Array(readSchema(child.def, READ_EXTRA[child.def.name]))) },
+        // The listed resource's read schema: an entity reads here as in its own list.
+        response: { 200: dataEnvelopeSchema(Type.Array(child.read)) },
       },
       handler: async (request) => {
         const { id } = request.params as { id: string };

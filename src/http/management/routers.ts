@@ -6,9 +6,8 @@ import { sql, type SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
 import { assertPostureCheckType, TypeIdBodySchema } from '../../domain/posture-checks.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { TerminatorReadExtra } from '../../domain/routers.js';
 import { notFound } from '../../errors.js';
-import { patchSchema, readSchema, updateSchema } from '../../resources/kit.js';
+import { patchSchema, updateSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
@@ -33,7 +32,7 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, r.get('transit-routers'), flavor);
 
   const terminators = r.get('terminators');
-  registerResourceRoutes(app, terminators, flavor, { readExtra: TerminatorReadExtra });
+  registerResourceRoutes(app, terminators, flavor);
 
   // A service's terminators: the terminator list scoped to the service. It shows terminators, so it
   // takes the terminator read permission.
@@ -45,7 +44,7 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
       tags: ['services'],
       params: IdParams,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(terminators.def, TerminatorReadExtra))) },
+      response: { 200: dataEnvelopeSchema(Type.Array(terminators.read)) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };

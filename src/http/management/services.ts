@@ -1,13 +1,12 @@
 // Management routes of the services area: config types, configs and services (generic routes), the
 // lists relating them, and an identity's service-config overrides.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Expression, SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
 import type { ResourceService } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import {
-  addConfigsOfTypes,
   assertCreateOnlyUnchanged,
   associateIdentityServiceConfigs,
   disassociateIdentityServiceConfigs,
@@ -17,21 +16,11 @@ import {
   type ServiceConfigPair,
 } from '../../domain/services.js';
 import { ApiError, notFound } from '../../errors.js';
-import { EntityRefSchema, MAX_NAME, readSchema } from '../../resources/kit.js';
+import { EntityRefSchema, MAX_NAME } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
 import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
-
-/** Computed read fields of a service. */
-export const ServiceReadExtra: Record<string, TSchema> = {
-  configs: Type.Array(Type.String(), { description: 'ids of the configs of the service, at most one per config type' }),
-  config: Type.Optional(
-    Type.Record(Type.String(), Type.Unknown(), {
-      description: 'config type name → config data, for the configTypes the list asked for',
-    }),
-  ),
-};
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -71,7 +60,6 @@ interface RelatedList {
   sub: string;
   operationId: string;
   scope: (id: string) => Expression<SqlBool>;
-  readExtra?: Record<string, TSchema>;
 }
 
 /** `GET /<parent>/{id}/<sub>`: the related resources, with the child's filter, sort and paging. */
@@ -85,7 +73,7 @@ function relatedList(app: FastifyInstance, core: Core, rel: RelatedList): void {
       tags: [parent.def.name],
       params: IdParams,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(child.def, rel.readExtra))) },
+      response: { 200: dataEnvelopeSchema(Type.Array(child.read)) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
@@ -130,10 +118,8 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
   withFixedFields(app, core, configs, (scoped) => registerResourceRoutes(scoped, configs, flavor));
   withFixedFields(app, core, services, (scoped) =>
     registerResourceRoutes(scoped, services, flavor, {
-      readExtra: ServiceReadExtra,
       listQueryExtra: { ...RoleFilterQuery, ...ConfigTypesQuery },
       listScope: roleFilterScope('services', flavor),
-      listDecorate: (query, answers) => addConfigsOfTypes(core.store.db, query, answers),
     }),
   );
 
@@ -150,7 +136,6 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
     sub: 'services',
     operationId: 'listConfigServices',
     scope: relatedScope.servicesOfConfig,
-    readExtra: ServiceReadExtra,
   });
   relatedList(app, core, {
     parent: configTypes,
