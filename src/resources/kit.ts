@@ -1,6 +1,6 @@
 // The resource kit: one declarative definition per entity, from which the table shape, the TypeBox
 // schemas (create, full update, patch, read), the filter symbols, the links and the permission group
-// all derive. Nothing here knows HTTP or the store driver.
+// all derive; its relations derive in relations.ts. Nothing here knows HTTP or the store driver.
 import { Type, type TSchema, type TObject } from '@sinclair/typebox';
 import type { FieldType, FilterField, FilterSymbols } from '../query/ast.js';
 

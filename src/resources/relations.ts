@@ -3,6 +3,10 @@
 // select (with the role attribute lists of each), and the related lists served. Everything that
 // reads or writes a link table takes its names from here; the schema test checks the migrations
 // create exactly these tables. Pure: no store, no HTTP.
+//
+// Names follow the labels: a role kind is the entity's label in kebab case (`edge-router`, stored in
+// role_attribute_index), a link table `<policy label>_<entity table>` with the entity column
+// `<entity label>_id`. A label is so part of the stored shape; the schema and relations tests pin it.
 import { columnOf, type ResourceDef } from './kit.js';
 import { resourceDefs } from './index.js';
 
@@ -62,8 +66,11 @@ export type RelatedSpec = {
   operationId: string;
   policyType: boolean;
 } & (
+  /** An entity's policies: those whose `list` selects it. */
   | { via: 'policies'; list: RoleListSpec }
+  /** A policy's members: the entities its `list` selects. */
   | { via: 'members'; list: RoleListSpec }
+  /** Entities reached through one policy kind: selected by `to` in a policy whose `from` selects the parent. */
   | { via: 'policy'; from: RoleListSpec; to: RoleListSpec }
 );
 
