@@ -59,6 +59,7 @@ export async function startTestController(
   const app = await createApp(config, {
     log: pino({ level: 'silent' }),
     memoryStore: true,
+    checkAnswers: true,
     ...appOptions,
     clock,
   });

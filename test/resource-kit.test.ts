@@ -21,7 +21,7 @@ const clock = testClock();
 beforeAll(async () => {
   store = new Store(openSqlite(':memory:'));
   await store.migrate([...migrations, widgetMigration]);
-  const resources = new Resources(new Kernel({ store, clock }));
+  const resources = new Resources(new Kernel({ store, clock }), { checkAnswers: true });
   service = resources.register(widgets);
   app = Fastify();
   app.setValidatorCompiler(validatorCompiler());
@@ -332,7 +332,7 @@ describe('lists', () => {
 });
 
 describe('computed read fields and kinds', () => {
-  const fresh = () => new Resources(new Kernel({ store, clock }));
+  const fresh = (checkAnswers = true) => new Resources(new Kernel({ store, clock }), { checkAnswers });
   const score = (fill: (answer: Record<string, unknown>) => void) =>
     computed({ score: Type.Integer({ description: 'computed' }) }, async (_ex, _entities, answers) => answers.forEach(fill));
 
@@ -354,6 +354,12 @@ describe('computed read fields and kinds', () => {
     const forgetful = fresh().register(widgets, { computed: [score(() => undefined)] });
     const { id } = await forgetful.create({ name: 'forgetful', color: 'red' });
     await expect(forgetful.get(id)).rejects.toThrow(/lacks score/);
+  });
+
+  it('unchecked, as in service, a drifted answer is read: the undeclared field is left to the serializer', async () => {
+    const sloppy = fresh(false).register(widgets, { computed: [score((a) => Object.assign(a, { score: 1, undeclared: true }))] });
+    const { id } = await sloppy.create({ name: 'unchecked', color: 'red' });
+    expect(await sloppy.get(id)).toMatchObject({ score: 1, undeclared: true });
   });
 
   it('a field declared twice fails at registration', () => {

@@ -43,6 +43,8 @@ export interface AppOptions {
   server?: ServerOptions;
   /** Where a generated admin password is shown once (standard error by default). */
   announce?: (message: string) => void;
+  /** Refuse management answers that drift from their read schema (tests; see ResourcesOptions). */
+  checkAnswers?: boolean;
 }
 
 export interface RunningServer {
@@ -119,7 +121,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const kernel = new Kernel({ store, clock, log });
     // Every cache registers here and follows the change feed through it.
     const caches = new CacheRegistry(kernel.changes, log);
-    const resources = new Resources(kernel);
+    const resources = new Resources(kernel, { checkAnswers: options.checkAnswers === true });
     const sessions = caches.register(new ApiSessions(kernel, clock, config.edge.api.sessionTimeout));
     const identities = caches.register(new IdentityDirectory(store, kernel.repo('identities'), clock));
     const links = caches.register(new PolicyLinks(store.dialect));
