@@ -462,6 +462,13 @@ describe('/oidc/end_session', () => {
     expect((await call(t, 'GET', `${CLIENT}/current-identity`, { headers: bearer(tokens.access_token) })).statusCode).toBe(401);
   });
 
+  it('a refused bearer is an OAuth invalid_request naming why, with no challenge', async () => {
+    const res = await t.inject({ method: 'POST', url: '/oidc/end_session', headers: bearer('x.y.z') });
+    expect(res.statusCode).toBe(400);
+    expect(json(res)).toEqual({ error: 'invalid_request', error_description: 'the bearer token is not accepted: the token is not a JWT' });
+    expect(res.headers['www-authenticate']).toBeUndefined();
+  });
+
   it('refuses an unlisted post_logout_redirect_uri without revoking anything', async () => {
     const u = await user();
     const tokens = await oidcLogin(t, u.username, u.password);

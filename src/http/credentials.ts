@@ -34,6 +34,7 @@ export const CHALLENGE = {
   sessionInvalid: 'overlay-session realm="overlay-session" error="invalid" error_description="token is invalid"',
   bearerInvalid: 'Bearer realm="overlay-oidc" error="invalid" error_description="token is invalid"',
   bearerExpired: 'Bearer realm="overlay-oidc" error="expired" error_description="token expired"',
+  bearerMissing: `Bearer realm="overlay-oidc" ${MISSING}`,
 } as const;
 
 const MAX_TOKEN_LENGTH = 512;
@@ -61,15 +62,25 @@ export async function resolvePrincipal(core: Core, request: FastifyRequest): Pro
   }
   const bearer = bearerToken(authorization);
   if (bearer !== undefined) {
-    try {
-      const { identity, session, claims, expiresAt } = await core.oidc.bearer.verify(bearer);
-      return { identity, session, bearer: { claims, expiresAt } };
-    } catch (err) {
-      if (!(err instanceof BearerError)) throw err;
-      throw unauthorized(`the bearer token is not accepted: ${err.message}`, err.kind === 'expired' ? CHALLENGE.bearerExpired : CHALLENGE.bearerInvalid);
-    }
+    const { identity, session, claims, expiresAt } = await checkingBearer(() => core.oidc.bearer.verify(bearer));
+    return { identity, session, bearer: { claims, expiresAt } };
   }
   throw unauthorized('no credential was provided', CHALLENGE.missing);
+}
+
+/** A refused bearer access token, answered alike wherever one is checked: 401 with the Bearer challenge of its kind. */
+export function bearerRefused(err: BearerError): ApiError {
+  return unauthorized(`the bearer token is not accepted: ${err.message}`, err.kind === 'expired' ? CHALLENGE.bearerExpired : CHALLENGE.bearerInvalid);
+}
+
+/** Runs a check of a bearer access token; its refusal becomes bearerRefused, anything else passes. */
+export async function checkingBearer<T>(check: () => Promise<T>): Promise<T> {
+  try {
+    return await check();
+  } catch (err) {
+    if (err instanceof BearerError) throw bearerRefused(err);
+    throw err;
+  }
 }
 
 /** The token of an `Authorization: Bearer` header; '' when the scheme is Bearer but the token is absent. */

@@ -6,7 +6,6 @@ import { ApiError, fieldError } from '../../errors.js';
 import type { BindPoint, ListenerConfig } from '../../config/index.js';
 import type { Core } from '../../app/core.js';
 import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
-import { BearerError } from '../../oidc/bearer.js';
 import { OAuthError } from '../../oidc/errors.js';
 import type { AuthRequest } from '../../oidc/flow.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
@@ -15,7 +14,7 @@ import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
 import { RedirectPolicy, withQuery } from '../../oidc/redirects.js';
 import { CLIENT_ID } from '../../oidc/tokens.js';
 import { JWS_ALGORITHMS } from '../../oidc/jws.js';
-import { bearerToken, CHALLENGE, peerCertificate } from '../credentials.js';
+import { bearerToken, checkingBearer, CHALLENGE, peerCertificate } from '../credentials.js';
 import { handleError, handleNotFound } from '../errors.js';
 import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
 import { loginPage } from './login-page.js';
@@ -41,8 +40,6 @@ const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 /** Login paths by method; `username` is an alias of `password`. */
 const LOGIN_PATHS: Record<LoginMethod, string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
 const METHOD_HINTS: Record<string, LoginMethod> = { password: 'password', username: 'password', updb: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
-
-const MISSING_BEARER = 'Bearer realm="overlay-oidc" error="missing" error_description="no matching token was provided"';
 
 export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOptions): Promise<void> {
   const { core, bindPoint } = opts;
@@ -226,17 +223,10 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         handler: async (request, reply) => {
           const accessToken = bearerToken(request.headers.authorization);
           if (accessToken === undefined) {
-            throw new ApiError('UNAUTHORIZED', 'no bearer access token was provided', undefined, { 'www-authenticate': MISSING_BEARER });
+            throw new ApiError('UNAUTHORIZED', 'no bearer access token was provided', undefined, { 'www-authenticate': CHALLENGE.bearerMissing });
           }
-          try {
-            const claims = await core.oidc.userinfo(accessToken);
-            return reply.headers(NO_STORE).type(JSON_TYPE).send(claims);
-          } catch (err) {
-            if (!(err instanceof BearerError)) throw err;
-            throw new ApiError('UNAUTHORIZED', `the bearer token is not accepted: ${err.message}`, undefined, {
-              'www-authenticate': err.kind === 'expired' ? CHALLENGE.bearerExpired : CHALLENGE.bearerInvalid,
-            });
-          }
+          const claims = await checkingBearer(() => core.oidc.userinfo(accessToken));
+          return reply.headers(NO_STORE).type(JSON_TYPE).send(claims);
         },
       });
 
@@ -257,13 +247,10 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           } else {
             const accessToken = bearerToken(request.headers.authorization);
             if (accessToken === undefined) throw new OAuthError('invalid_request', 'id_token_hint (or a bearer access token) is required');
-            try {
-              const { claims } = await core.oidc.bearer.verify(accessToken);
-              ended = { apiSessionId: claims.ov_asid, identityId: claims.sub };
-            } catch (err) {
-              if (!(err instanceof BearerError)) throw err;
-              throw new OAuthError('invalid_request', `the bearer token is not accepted: ${err.message}`);
-            }
+            // A refusal is answered as this OAuth route answers every client error: invalid_request
+            // with the refusal's message (see the error handler above).
+            const { claims } = await checkingBearer(() => core.oidc.bearer.verify(accessToken));
+            ended = { apiSessionId: claims.ov_asid, identityId: claims.sub };
           }
           await core.oidc.endSession(ended.apiSessionId, ended.identityId);
           if (target !== undefined) {
