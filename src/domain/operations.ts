@@ -145,11 +145,11 @@ export function controllerSettingBehaviour(): ResourceBehaviour {
  * list (even without settings); any other id is unknown (404).
  */
 export async function effectiveControllerSetting(
-  ex: Executor,
   resources: Resources,
   builtIn: ControllerSettingValues,
   id: string,
 ): Promise<Answer> {
+  const ex = resources.store.db;
   const settings = resources.get('controller-settings').repo;
   const own = id === GLOBAL_SETTING_ID ? undefined : await settings.get(ex, id);
   const global = await settings.get(ex, GLOBAL_SETTING_ID);
@@ -291,12 +291,12 @@ export async function markControllerOffline(resources: Resources): Promise<void>
  * Records per collection, keyed by collection name, in one statement; collections sharing a table
  * (routers and transit-routers) share its count.
  */
-export async function countRecords(ex: Executor, resources: Resources): Promise<Record<string, number>> {
+export async function countRecords(resources: Resources): Promise<Record<string, number>> {
   const services = [...resources.all()].sort((a, b) => a.def.name.localeCompare(b.def.name));
   const tables = [...new Set(services.map((s) => s.def.table))];
   if (tables.length === 0) return {};
   const parts = tables.map((t) => sql`select ${t} as t, count(*) as n from ${sql.table(t)}`);
-  const { rows } = await sql<{ t: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(ex);
+  const { rows } = await sql<{ t: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(resources.store.db);
   const byTable = new Map(rows.map((row) => [row.t, Number(row.n)]));
   return Object.fromEntries(services.map((s) => [s.def.name, byTable.get(s.def.table) ?? 0]));
 }

@@ -18,7 +18,8 @@ import {
   type RoleListSpec,
 } from '../resources/relations.js';
 import type { ListQuery } from '../store/repository.js';
-import type { Executor, Store } from '../store/store.js';
+import type { Executor } from '../store/store.js';
+import type { Resources } from './resources.js';
 
 export type PolicyType = 'Dial' | 'Bind';
 
@@ -200,10 +201,11 @@ function attributesOfKind(ex: Executor, kind: RoleKind, where: Expression<SqlBoo
 
 /** A page of the distinct attributes carried by entities of `kind`, and how many there are. */
 export async function listRoleAttributes(
-  ex: Executor,
+  resources: Resources,
   kind: RoleKind,
   q: Omit<ListQuery, 'scope'>,
 ): Promise<{ items: string[]; total: number }> {
+  const ex = resources.store.db;
   const counted = await attributesOfKind(ex, kind, q.where)
     .select(sql<number>`count(distinct ${sql.ref('ra.attribute')})`.as('n'))
     .executeTakeFirstOrThrow();
@@ -231,11 +233,12 @@ export interface RoleAttributeUsage {
  * whose role lists name `#<attribute>` (`#all` names no attribute). Sources with no use are left out.
  */
 export async function roleAttributeUsage(
-  store: Store,
+  resources: Resources,
   spec: RoleAttributeKind,
   attributes: readonly string[],
   withIds: boolean,
 ): Promise<RoleAttributeUsage[]> {
+  const { store } = resources;
   const ex = store.db;
   const usage = new Map<string, Map<string, string[] | number>>(attributes.map((a) => [a, new Map()]));
   if (attributes.length === 0) return [];

@@ -23,6 +23,7 @@ import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
 import type { Collection } from '../kernel/changes.js';
+import type { SqlFlavor } from '../query/flavor.js';
 
 export type { Actor } from '../kernel/kernel.js';
 
@@ -114,6 +115,16 @@ export class ResourceService {
   async list(q: ListQuery, ex: Executor = this.store.db, read: ReadOptions = {}): Promise<{ items: Answer[]; total: number }> {
     const { items, total } = await this.repo.list(ex, q);
     return { items: await this.present(ex, items, read), total };
+  }
+
+  /** Entities rather than answers, for views that show them in another shape. */
+  async listEntities(q: ListQuery, ex: Executor = this.store.db): Promise<{ items: Entity[]; total: number }> {
+    return this.repo.list(ex, q);
+  }
+
+  /** Throws NOT_FOUND unless a record with this id exists (the parent of a related list, say). */
+  async ensureExists(id: string, ex: Executor = this.store.db): Promise<void> {
+    if (!(await this.repo.exists(ex, id))) throw notFound(this.def.label, id);
   }
 
   async get(id: string, ex: Executor = this.store.db): Promise<Answer> {
@@ -365,6 +376,11 @@ export class Resources {
 
   get store(): Store {
     return this.kernel.store;
+  }
+
+  /** The SQL flavour list filters compile to (the store's dialect). */
+  get flavor(): SqlFlavor {
+    return this.store.dialect.flavor;
   }
 
   /** A kernel write whose context also carries the resource services. */

@@ -3,14 +3,15 @@
 // terminator secrets kept only as a hash.
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
+import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { PolicyLinks } from '../policy/links.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
-import type { Entity, Repository } from '../store/repository.js';
+import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
+import { computed, type Answer, type ResourceBehaviour, type ResourceService, type WriteContext } from './resources.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
 export function systemPolicyName(routerId: string): string {
@@ -203,6 +204,15 @@ const terminatorReadFields = computed(
     }
   },
 );
+
+/** A page of a service's terminators (the terminator list scoped to the service, before any filter). */
+export async function listServiceTerminators(
+  terminators: ResourceService,
+  serviceId: string,
+  q: ListQuery,
+): Promise<{ items: Answer[]; total: number }> {
+  return terminators.list({ ...q, scope: sql<SqlBool>`${sql.ref('terminators.service_id')} = ${serviceId}` });
+}
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

@@ -2,11 +2,11 @@
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Expression, SqlBool } from 'kysely';
 import { ALL_OPERATIONS, createSchema, patchSchema, updateSchema, type Operation } from '../resources/kit.js';
 import type { Actor, ResourceService } from '../domain/resources.js';
 import './credentials.js';
 import type { SqlFlavor } from '../query/flavor.js';
+import type { ListQuery } from '../store/repository.js';
 import { EMPTY, envelope } from './envelope.js';
 import { parseList, listMeta } from './list.js';
 import { routeAuth, type Action } from './auth-requirements.js';
@@ -71,7 +71,7 @@ export interface ResourceRouteOptions {
   /** Extra list query parameters (documented), e.g. roleFilter. */
   listQueryExtra?: Record<string, TSchema>;
   /** Narrows a list before the filter from its query (roleFilter and the like); undefined: no narrowing. */
-  listScope?: (query: Record<string, unknown>) => Promise<Expression<SqlBool> | undefined>;
+  listScope?: (query: Record<string, unknown>) => Promise<ListQuery['scope']>;
 }
 
 export function registerResourceRoutes(

@@ -1,12 +1,13 @@
 // Edge routers as clients see them: the answer shape (how to reach a router, nothing of its
-// enrollment), the fields a client may filter and sort by, and the scopes of the edge routers an
-// identity may use, for any service or for one.
+// enrollment), the fields a client may filter and sort by, the scopes of the edge routers an
+// identity may use, for any service or for one, and a page of them in that shape.
 import { sql, type SqlBool } from 'kysely';
 import { Type } from '@sinclair/typebox';
 import { filterSpec, type FilterSpec } from '../../resources/kit.js';
 import { edgeRouters as edgeRoutersDef } from '../../resources/routers.js';
-import type { Entity } from '../../store/repository.js';
+import type { Entity, ListQuery } from '../../store/repository.js';
 import { identityEdgeRouters, idIn, serviceEdgeRouters } from '../related.js';
+import type { ResourceService } from '../resources.js';
 
 /** An edge router in a client answer: how to reach it, nothing of its enrollment. */
 export interface ClientEdgeRouter {
@@ -88,3 +89,18 @@ export const edgeRouterScope = {
   forService: (identityId: string, serviceId: string) =>
     sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
 };
+
+/**
+ * A page of edge routers in the shape a client sees them: those an identity may use, or with a
+ * service those it may use for that service; scoped before any filter.
+ */
+export async function listClientEdgeRouters(
+  edgeRouters: ResourceService,
+  q: ListQuery,
+  identityId: string,
+  serviceId?: string,
+): Promise<{ items: Record<string, unknown>[]; total: number }> {
+  const scope = serviceId === undefined ? edgeRouterScope.ofIdentity(identityId) : edgeRouterScope.forService(identityId, serviceId);
+  const { items, total } = await edgeRouters.listEntities({ ...q, scope });
+  return { items: items.map(clientEdgeRouterListItem), total };
+}

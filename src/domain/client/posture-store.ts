@@ -12,8 +12,7 @@ import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
 import type { Kernel } from '../../kernel/kernel.js';
-import type { Repository } from '../../store/repository.js';
-import type { Executor, Store } from '../../store/store.js';
+import type { Store } from '../../store/store.js';
 import type { OsReport, ProcessReport, Reported, SessionPosture } from '../../policy/posture.js';
 
 // ---- what clients report ---------------------------------------------------------------------------
@@ -343,11 +342,11 @@ export class PostureStore implements Cache {
   // ---- management views ---------------------------------------------------------------------------
 
   /** The posture data of an identity (interface document shape); newest report of each kind on top. */
-  async identityData(identityId: string, apiSessions: Repository): Promise<Record<string, unknown>> {
+  async identityData(identityId: string): Promise<Record<string, unknown>> {
     const db = this.store.db;
     const rows = (await db.selectFrom('posture_data').selectAll().where('identity_id', '=', identityId).execute()) as PostureRow[];
     const sessions = await db
-      .selectFrom(apiSessions.table)
+      .selectFrom('api_sessions')
       .select(['id', 'is_mfa_complete', 'created_at'])
       .where('identity_id', '=', identityId)
       .orderBy('created_at')
@@ -454,8 +453,8 @@ export class PostureStore implements Cache {
   }
 
   /** An identity's refused session requests, newest first. */
-  async failures(ex: Executor, identityId: string): Promise<PostureFailure[]> {
-    const rows = await ex
+  async failures(identityId: string): Promise<PostureFailure[]> {
+    const rows = await this.store.db
       .selectFrom('failed_service_requests')
       .selectAll()
       .where('identity_id', '=', identityId)

@@ -11,14 +11,13 @@ import { clientServicesRoutes } from './services.js';
 import { clientSessionsRoutes } from './sessions.js';
 
 export function clientRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
+  const flavor = core.resources.flavor;
   const model = core.client;
   edgeAuthRoutes(app, core);
   clientControllersRoutes(app, { flavor, controllers: core.resources.get('controllers') });
   clientExternalJwtSignersRoutes(app, { flavor });
   clientServicesRoutes(app, {
     flavor,
-    db: core.store.db,
     resources: core.resources,
     services: model.services,
     sessions: model.sessions,

@@ -4,19 +4,18 @@
 // Management API.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { sql, type SqlBool } from 'kysely';
 import type { Caller } from '../../domain/client/caller.js';
 import { ClientServiceFields, type ClientServices, type ConfigTypeChoice } from '../../domain/client/service-list.js';
 import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.js';
 import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
+import { listServiceTerminators } from '../../domain/routers.js';
 import { assertCreateOnlyUnchanged } from '../../domain/services.js';
-import { clientEdgeRouterListItem, ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, edgeRouterScope } from '../../domain/client/edge-routers.js';
+import { ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, listClientEdgeRouters } from '../../domain/client/edge-routers.js';
 import { ApiError } from '../../errors.js';
 import { splitList } from '../../oidc/provider.js';
 import type { SqlFlavor } from '../../query/flavor.js';
-import type { Executor } from '../../store/store.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
@@ -50,7 +49,6 @@ const SessionTokenHeaders = Type.Object(
 
 export interface ClientServicesRouteDeps {
   flavor: SqlFlavor;
-  db: Executor;
   resources: Resources;
   /** The caller's services as answered. */
   services: ClientServices;
@@ -63,7 +61,7 @@ export interface ClientServicesRouteDeps {
 }
 
 export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRouteDeps): void {
-  const { flavor, db, resources } = d;
+  const { flavor, resources } = d;
   const services = resources.get('services');
   const terminators = resources.get('terminators');
   const edgeRouters = resources.get('edge-routers');
@@ -140,8 +138,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       if (typeof token === 'string' && !(await d.sessions.verifyToken(caller, id, token))) {
         throw new ApiError('UNAUTHORIZED', 'the session-token header is not a session of the caller for this service');
       }
-      const { items, total } = await edgeRouters.repo.list(db, { ...list.query, scope: edgeRouterScope.forService(caller.identityId, id) });
-      return envelope(items.map(clientEdgeRouterListItem), listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
+      const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, caller.identityId, id);
+      return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
 
@@ -158,8 +156,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       const { id } = request.params as { id: string };
       const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
       await d.services.assertVisible(callerOf(request), id);
-      const scope = sql<SqlBool>`${sql.ref('terminators.service_id')} = ${id}`;
-      const { items, total } = await terminators.list({ ...list.query, scope });
+      const { items, total } = await listServiceTerminators(terminators, id, list.query);
       return envelope(items, listMeta(list, total, terminators.filter));
     },
   });
@@ -175,9 +172,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
     handler: async (request) => {
       const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
       const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
-      const scope = edgeRouterScope.ofIdentity(callerOf(request).identityId);
-      const { items, total } = await edgeRouters.repo.list(db, { ...list.query, scope });
-      return envelope(items.map(clientEdgeRouterListItem), listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
+      const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, callerOf(request).identityId);
+      return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
 

@@ -35,11 +35,9 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   relatedRoutes(app, core);
   managementSessionsRoutes(app, {
     flavor,
-    db: core.store.db,
     sessions: core.client.sessions,
     posture: core.client.posture,
-    identities: r.get('identities').repo,
-    apiSessions: r.get('api-sessions').repo,
+    identities: r.get('identities'),
   });
 
   const identities = r.get('identities');

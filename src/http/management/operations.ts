@@ -26,8 +26,8 @@ const SummarySchema = Type.Record(Type.String(), Type.Integer(), {
 });
 
 export function operationsRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
   const r = core.resources;
+  const flavor = r.flavor;
   const settings = r.get('controller-settings');
   // Revocations: the generic list and detail; create also renews (see revoke).
   const revocations = r.get('revocations');
@@ -59,7 +59,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       response: { 200: dataEnvelopeSchema(EffectiveSettingSchema) },
     },
     handler: async (request) =>
-      envelope(await effectiveControllerSetting(core.store.db, r, builtIn, (request.params as { id: string }).id)),
+      envelope(await effectiveControllerSetting(r, builtIn, (request.params as { id: string }).id)),
   });
 
   app.get('/summary', {
@@ -69,6 +69,6 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       tags: ['informational'],
       response: { 200: dataEnvelopeSchema(SummarySchema) },
     },
-    handler: async () => envelope(await countRecords(core.store.db, r)),
+    handler: async () => envelope(await countRecords(r)),
   });
 }

@@ -6,6 +6,6 @@ import { registerResourceRoutes } from '../resource-routes.js';
 
 export function policiesRoutes(app: FastifyInstance, core: Core): void {
   for (const collection of POLICY_COLLECTIONS) {
-    registerResourceRoutes(app, core.resources.get(collection), core.store.dialect.flavor);
+    registerResourceRoutes(app, core.resources.get(collection), core.resources.flavor);
   }
 }

@@ -14,7 +14,7 @@ import {
   ROLE_ATTRIBUTE_KINDS,
   roleAttributeUsage,
 } from '../../domain/related.js';
-import { ApiError, notFound } from '../../errors.js';
+import { ApiError } from '../../errors.js';
 import { EntityRefSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
@@ -67,8 +67,8 @@ function requireRead(request: FastifyRequest, groups: readonly string[]): void {
 }
 
 export function relatedRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
   const r = core.resources;
+  const flavor = r.flavor;
 
   for (const rel of RELATIONS) {
     const parent = r.get(rel.parent);
@@ -88,7 +88,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         const query = request.query as Record<string, unknown>;
         const list = parseList(query, child.filter, flavor);
         const type = rel.policyType ? parsePolicyType(query.policyType) : undefined;
-        if (!(await parent.repo.exists(core.store.db, id))) throw notFound(parent.def.label, id);
+        await parent.ensureExists(id);
         const scope = idIn(child.def.table, rel.ids(id, type));
         const { items, total } = await child.list({ ...list.query, scope });
         return envelope(items, listMeta(list, total, child.filter));
@@ -127,7 +127,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
       },
       handler: async (request) => {
         const list = parseList(request.query as Record<string, unknown>, ROLE_ATTRIBUTE_FILTER, flavor);
-        const { items, total } = await listRoleAttributes(core.store.db, spec.kind, list.query);
+        const { items, total } = await listRoleAttributes(r, spec.kind, list.query);
         return envelope(items, listMeta(list, total, ROLE_ATTRIBUTE_FILTER));
       },
     });
@@ -143,8 +143,8 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
       handler: async (request) => {
         const query = request.query as Record<string, unknown>;
         const list = parseList(query, ROLE_ATTRIBUTE_FILTER, flavor);
-        const { items, total } = await listRoleAttributes(core.store.db, spec.kind, list.query);
-        const usage = await roleAttributeUsage(core.store, spec, items, query.withIds === true);
+        const { items, total } = await listRoleAttributes(r, spec.kind, list.query);
+        const usage = await roleAttributeUsage(r, spec, items, query.withIds === true);
         return envelope(usage, listMeta(list, total, ROLE_ATTRIBUTE_FILTER));
       },
     });

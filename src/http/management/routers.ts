@@ -2,11 +2,10 @@
 // terminators and a service's terminators, posture checks and their types.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { sql, type SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
 import { assertPostureCheckType, TypeIdBodySchema } from '../../domain/posture-checks.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { notFound } from '../../errors.js';
+import { listServiceTerminators } from '../../domain/routers.js';
 import { patchSchema, updateSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
@@ -21,8 +20,8 @@ import {
 } from '../resource-routes.js';
 
 export function routersRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
   const r = core.resources;
+  const flavor = r.flavor;
 
   registerResourceRoutes(app, r.get('edge-routers'), flavor, {
     listQueryExtra: RoleFilterQuery,
@@ -48,10 +47,9 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      if (!(await services.repo.exists(core.store.db, id))) throw notFound(services.def.label, id);
+      await services.ensureExists(id);
       const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
-      const scope = sql<SqlBool>`${sql.ref('terminators.service_id')} = ${id}`;
-      const { items, total } = await terminators.list({ ...list.query, scope });
+      const { items, total } = await listServiceTerminators(terminators, id, list.query);
       return envelope(items, listMeta(list, total, terminators.filter));
     },
   });

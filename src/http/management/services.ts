@@ -2,7 +2,6 @@
 // lists relating them, and an identity's service-config overrides.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Expression, SqlBool } from 'kysely';
 import type { Core } from '../../app/core.js';
 import type { ResourceService } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
@@ -15,7 +14,8 @@ import {
   relatedScope,
   type ServiceConfigPair,
 } from '../../domain/services.js';
-import { ApiError, notFound } from '../../errors.js';
+import { ApiError } from '../../errors.js';
+import type { ListQuery } from '../../store/repository.js';
 import { EntityRefSchema, MAX_NAME } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
@@ -59,13 +59,13 @@ interface RelatedList {
   child: ResourceService;
   sub: string;
   operationId: string;
-  scope: (id: string) => Expression<SqlBool>;
+  scope: (id: string) => NonNullable<ListQuery['scope']>;
 }
 
 /** `GET /<parent>/{id}/<sub>`: the related resources, with the child's filter, sort and paging. */
 function relatedList(app: FastifyInstance, core: Core, rel: RelatedList): void {
   const { parent, child } = rel;
-  const flavor = core.store.dialect.flavor;
+  const flavor = core.resources.flavor;
   app.get(`/${parent.def.name}/:id/${rel.sub}`, {
     config: { auth: routeAuth(child.def.permission, 'read') },
     schema: {
@@ -78,7 +78,7 @@ function relatedList(app: FastifyInstance, core: Core, rel: RelatedList): void {
     handler: async (request) => {
       const { id } = request.params as { id: string };
       const list = parseList(request.query as Record<string, unknown>, child.filter, flavor);
-      if (!(await parent.repo.exists(core.store.db, id))) throw notFound(parent.def.label, id);
+      await parent.ensureExists(id);
       const { items, total } = await child.list({ ...list.query, scope: rel.scope(id) });
       return envelope(items, listMeta(list, total, child.filter));
     },
@@ -107,8 +107,8 @@ function withFixedFields(
 }
 
 export function servicesRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
   const r = core.resources;
+  const flavor = r.flavor;
   const configTypes = r.get('config-types');
   const configs = r.get('configs');
   const services = r.get('services');

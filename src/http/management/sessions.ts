@@ -4,10 +4,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { PostureDataSchema, PostureFailureSchema, type PostureStore } from '../../domain/client/posture-store.js';
 import { SESSION_FILTER, SessionSchema, type Sessions } from '../../domain/client/sessions.js';
-import { notFound } from '../../errors.js';
+import type { ResourceService } from '../../domain/resources.js';
 import type { SqlFlavor } from '../../query/flavor.js';
-import type { Repository } from '../../store/repository.js';
-import type { Executor } from '../../store/store.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
@@ -15,15 +13,13 @@ import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-route
 
 export interface ManagementSessionsRouteDeps {
   flavor: SqlFlavor;
-  db: Executor;
   sessions: Sessions;
   posture: Pick<PostureStore, 'failures' | 'identityData'>;
-  identities: Repository;
-  apiSessions: Repository;
+  identities: ResourceService;
 }
 
 export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSessionsRouteDeps): void {
-  const { flavor, db, sessions, posture, identities } = d;
+  const { flavor, sessions, posture, identities } = d;
   const tags = ['sessions'];
 
   app.get('/sessions', {
@@ -80,8 +76,8 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      if (!(await identities.exists(db, id))) throw notFound('identity', id);
-      return envelope(await posture.failures(db, id));
+      await identities.ensureExists(id);
+      return envelope(await posture.failures(id));
     },
   });
 
@@ -95,8 +91,8 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      if (!(await identities.exists(db, id))) throw notFound('identity', id);
-      return envelope(await posture.identityData(id, d.apiSessions));
+      await identities.ensureExists(id);
+      return envelope(await posture.identityData(id));
     },
   });
 }
