@@ -1,11 +1,13 @@
 // Authenticators beyond CRUD: the rules of each method, password hashing under the identity's
 // auth policy and certificate fingerprints (the count of wrong passwords that locks an identity is
-// auth/lockout.ts). Passwords and hashes never leave this module.
-import { ApiError, fieldError } from '../errors.js';
+// auth/lockout.ts), the authenticators of one identity, and what an identity may change on its own.
+// Passwords and hashes never leave this module.
+import { sql, type SqlBool } from 'kysely';
+import { ApiError, fieldError, notFound } from '../errors.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
 import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
-import type { Entity } from '../store/repository.js';
-import type { ResourceBehaviour, WriteContext } from './resources.js';
+import type { Entity, ListQuery } from '../store/repository.js';
+import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
 import { assertMayManage } from './identities.js';
 
@@ -65,4 +67,77 @@ export function authenticatorBehaviour(): ResourceBehaviour {
       await assertMayManage(ctx, prev.identityId as string);
     },
   };
+}
+
+// ---- the authenticators of one identity ------------------------------------------------------------
+
+function ownedBy(identityId: string) {
+  return sql<SqlBool>`identity_id = ${identityId}`;
+}
+
+/** Every authenticator of an identity, by id; NOT_FOUND when there is no such identity. */
+export async function identityAuthenticators(resources: Resources, identityId: string): Promise<Answer[]> {
+  await resources.get('identities').ensureExists(identityId);
+  const { items } = await resources.get('authenticators').list({ scope: ownedBy(identityId), sort: [], offset: 0, limit: null });
+  return items;
+}
+
+/** A page of the caller's own authenticators: scoped to the caller before any filter. */
+export async function listOwnAuthenticators(
+  resources: Resources,
+  identityId: string,
+  q: ListQuery,
+): Promise<{ items: Answer[]; total: number }> {
+  return resources.get('authenticators').list({ ...q, scope: ownedBy(identityId) });
+}
+
+/** The caller's own authenticator; another identity's is NOT_FOUND, as if it did not exist. */
+export async function ownAuthenticator(resources: Resources, identityId: string, id: string): Promise<Entity> {
+  const entity = await resources.get('authenticators').repo.get(resources.store.db, id);
+  if (!entity || entity.identityId !== identityId) throw notFound('authenticator', id);
+  return entity;
+}
+
+/** The caller's own authenticator as it is answered. */
+export async function ownAuthenticatorAnswer(resources: Resources, identityId: string, id: string): Promise<Answer> {
+  const entity = await ownAuthenticator(resources, identityId, id);
+  const [answer] = await resources.get('authenticators').present(resources.store.db, [entity]);
+  return answer!;
+}
+
+export interface OwnAuthenticatorChange {
+  /** The caller: the identity whose authenticator it must be. */
+  identityId: string;
+  id: string;
+  /** The password the authenticator has now. */
+  currentPassword: string;
+  /** The fields to change, as a patch (only those given) or a full update. */
+  fields: Record<string, unknown>;
+  mode: 'patch' | 'update';
+  actor?: Actor;
+}
+
+/**
+ * Checks the current password of an identity's own authenticator before it changes; a wrong one
+ * throws INVALID_AUTH naming currentPassword. Given by the login path, which throttles and counts
+ * these checks as it does failed logins.
+ */
+export type CurrentPasswordCheck = (authenticator: Entity, currentPassword: string) => Promise<void>;
+
+/**
+ * An identity changes its own authenticator: only one of its own (another is NOT_FOUND), only a
+ * username/password one (a certificate is re-issued, not edited), and only after its current
+ * password checks out; then the change is an ordinary patch or full update of the authenticator.
+ */
+export async function changeOwnAuthenticator(
+  resources: Resources,
+  checkCurrentPassword: CurrentPasswordCheck,
+  change: OwnAuthenticatorChange,
+): Promise<void> {
+  const entity = await ownAuthenticator(resources, change.identityId, change.id);
+  if (entity.method !== 'updb') throw fieldError('method', 'only username/password authenticators can be changed');
+  await checkCurrentPassword(entity, change.currentPassword);
+  const authenticators = resources.get('authenticators');
+  if (change.mode === 'patch') await authenticators.patch(entity.id, change.fields, change.actor);
+  else await authenticators.update(entity.id, change.fields, change.actor);
 }

@@ -1,12 +1,12 @@
 // Routes both Edge APIs share: authenticate, the current API session and the current identity
 // with its own authenticators.
 import { Type } from '@sinclair/typebox';
-import { sql, type SqlBool } from 'kysely';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError, fieldError, notFound } from '../errors.js';
+import type { FastifyInstance } from 'fastify';
+import { ApiError, fieldError } from '../errors.js';
 import type { Core } from '../app/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
 import { sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
+import { changeOwnAuthenticator, listOwnAuthenticators, ownAuthenticatorAnswer } from '../domain/authenticators.js';
 import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
 import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
 import { authenticators as authenticatorsDef } from '../resources/authenticators.js';
@@ -118,14 +118,8 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
     },
   });
 
-  // The caller's own authenticators: scoped to the caller before any filter.
+  // The caller's own authenticators.
   const authenticators = core.resources.get('authenticators');
-  const own = async (request: FastifyRequest) => {
-    const { id } = request.params as { id: string };
-    const entity = await authenticators.repo.get(core.store.db, id);
-    if (!entity || entity.identityId !== principalOf(request).identity.id) throw notFound('authenticator', id);
-    return entity;
-  };
   const ctags = ['current-identity'];
 
   app.get('/current-identity/authenticators', {
@@ -137,11 +131,8 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       response: { 200: dataEnvelopeSchema(Type.Array(authenticatorRead)) },
     },
     handler: async (request) => {
-      const list = parseList(request.query as Record<string, unknown>, authenticators.filter, core.store.dialect.flavor);
-      const { items, total } = await authenticators.list({
-        ...list.query,
-        scope: ownedBy(principalOf(request).identity.id),
-      });
+      const list = parseList(request.query as Record<string, unknown>, authenticators.filter, core.resources.flavor);
+      const { items, total } = await listOwnAuthenticators(core.resources, principalOf(request).identity.id, list.query);
       return envelope(items, listMeta(list, total, authenticators.filter));
     },
   });
@@ -154,11 +145,8 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       params: IdParams,
       response: { 200: dataEnvelopeSchema(authenticatorRead) },
     },
-    handler: async (request) => {
-      const entity = await own(request);
-      const [answer] = await authenticators.present(core.store.db, [entity]);
-      return envelope(answer);
-    },
+    handler: async (request) =>
+      envelope(await ownAuthenticatorAnswer(core.resources, principalOf(request).identity.id, (request.params as { id: string }).id)),
   });
 
   const patchBody = Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]);
@@ -173,18 +161,18 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       config: { auth: SESSION },
       schema: { operationId, tags: ctags, params: IdParams, body },
       handler: async (request) => {
-        const entity = await own(request);
-        const { currentPassword, ...changes } = request.body as Record<string, unknown> & { currentPassword: string };
-        if (entity.method !== 'updb') throw fieldError('method', 'only username/password authenticators can be changed');
-        await checkCurrentPassword(core, entity, currentPassword, request.ip);
-        if (verb === 'patch') await authenticators.patch(entity.id, changes, actorOf(request));
-        else await authenticators.update(entity.id, changes, actorOf(request));
+        const { currentPassword, ...fields } = request.body as Record<string, unknown> & { currentPassword: string };
+        const actor = actorOf(request);
+        await changeOwnAuthenticator(core.resources, (entity, password) => checkCurrentPassword(core, entity, password, request.ip), {
+          identityId: principalOf(request).identity.id,
+          id: (request.params as { id: string }).id,
+          currentPassword,
+          fields,
+          mode: verb === 'patch' ? 'patch' : 'update',
+          ...(actor ? { actor } : {}),
+        });
         return envelope(EMPTY);
       },
     });
   }
-}
-
-function ownedBy(identityId: string) {
-  return sql<SqlBool>`identity_id = ${identityId}`;
 }

@@ -2,9 +2,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { identityAuthenticators } from '../../domain/authenticators.js';
 import { disableIdentity, enableIdentity } from '../../domain/identities.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { notFound } from '../../errors.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
@@ -17,8 +17,8 @@ import { managementSessionsRoutes } from './sessions.js';
 import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
-  const flavor = core.store.dialect.flavor;
   const r = core.resources;
+  const flavor = r.flavor;
   edgeAuthRoutes(app, core);
   registerResourceRoutes(app, r.get('identity-types'), flavor);
   registerResourceRoutes(app, r.get('auth-policies'), flavor);
@@ -40,22 +40,15 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     identities: r.get('identities'),
   });
 
-  const identities = r.get('identities');
-  const authenticators = r.get('authenticators');
   app.get('/identities/:id/authenticators', {
     config: { auth: routeAuth('identity', 'read') },
     schema: {
       operationId: 'getIdentityAuthenticators',
       tags: ['identities'],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(authenticators.read)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(r.get('authenticators').read)) },
     },
-    handler: async (request) => {
-      const { id } = request.params as { id: string };
-      if (!(await identities.repo.exists(core.store.db, id))) throw notFound('identity', id);
-      const rows = await core.store.db.selectFrom('authenticators').selectAll().where('identity_id', '=', id).orderBy('id').execute();
-      return envelope(await authenticators.present(core.store.db, rows.map((row) => authenticators.repo.fromRow(row))));
-    },
+    handler: async (request) => envelope(await identityAuthenticators(r, (request.params as { id: string }).id)),
   });
 
   app.post('/identities/:id/disable', {
