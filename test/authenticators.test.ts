@@ -182,6 +182,20 @@ describe('updb authenticators', () => {
     expect((await detail(authenticatorId)).username).toBe('patch-val');
   });
 
+  it('method and identityId are fixed after create: the stored value may be sent back, another is refused', async () => {
+    const { id, authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'fixed-auth', username: 'fixed-auth', password: 'fixed-auth-pw' });
+    const other = await createIdentity(t, admin, { name: 'fixed-auth-other' });
+    expect((await call(t, 'PATCH', url(authenticatorId), { token: admin, body: { method: 'updb', identityId: id, tags: { k: 'v' } } })).statusCode).toBe(200);
+    for (const method of ['PATCH', 'PUT'] as const) {
+      const base = { username: 'fixed-auth', password: 'fixed-auth-pw2' };
+      const moved = expectError(await call(t, method, url(authenticatorId), { token: admin, body: { ...base, identityId: other } }), 400, 'COULD_NOT_VALIDATE', 'identityId');
+      expect(moved.error.cause).toMatchObject({ reason: 'is fixed when the authenticator is created', value: other });
+      expectError(await call(t, method, url(authenticatorId), { token: admin, body: { ...base, method: 'cert' } }), 400, 'COULD_NOT_VALIDATE', 'method');
+    }
+    expect(await detail(authenticatorId)).toMatchObject({ identityId: id, method: 'updb', tags: { k: 'v' } });
+    expect(await login(t, 'fixed-auth', 'fixed-auth-pw')).toBeTruthy();
+  });
+
   it('full update requires username and password', async () => {
     const { authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'put-auth', username: 'put-auth', password: 'put-auth-pw' });
     expectError(await call(t, 'PUT', url(authenticatorId), { token: admin, body: { username: 'put-auth-2' } }), 400, 'COULD_NOT_VALIDATE', 'password');

@@ -190,7 +190,11 @@ describe('update, patch, delete', () => {
     expect(bad.statusCode).toBe(400);
     expect(json(bad).error.cause.field).toBe('color');
     clock.advance(1000);
-    const res = await app.inject({ method: 'PUT', url: `/api/widgets/${id}`, payload: { name: 'u2', color: 'green', serial: 'changed' } });
+    // A create-only field may be sent back as stored; another value is refused, naming it.
+    const fixed = await app.inject({ method: 'PUT', url: `/api/widgets/${id}`, payload: { name: 'u2', color: 'green', serial: 'changed' } });
+    expect(fixed.statusCode).toBe(400);
+    expect(json(fixed).error.cause).toMatchObject({ field: 'serial', reason: 'is fixed when the widget is created', value: 'changed' });
+    const res = await app.inject({ method: 'PUT', url: `/api/widgets/${id}`, payload: { name: 'u2', color: 'green', serial: 'S' } });
     expect(res.statusCode).toBe(200);
     expect(json(res).data).toEqual({});
     const got = json(await app.inject({ method: 'GET', url: `/api/widgets/${id}` })).data;

@@ -203,7 +203,7 @@ export class ResourceService {
   /** Full update: required fields present (the schema saw to it), absent optional ones reset. */
   async update(id: string, body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
     return this.write(actor, async (ctx) => {
-      const prev = await this.existing(ctx.tx, id, 'update');
+      const prev = await this.existing(ctx.tx, id, 'update', body);
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now, tags: body.tags ?? {} };
       for (const [name, f] of Object.entries(this.def.fields)) {
         if (f.readOnly || f.createOnly) continue;
@@ -219,7 +219,7 @@ export class ResourceService {
   /** Patch: only the supplied fields change; null clears a nullable one. */
   async patch(id: string, body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
     return this.write(actor, async (ctx) => {
-      const prev = await this.existing(ctx.tx, id, 'update');
+      const prev = await this.existing(ctx.tx, id, 'update', body);
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
       if (body.tags !== undefined) next.tags = body.tags ?? {};
       for (const [name, f] of Object.entries(this.def.fields)) {
@@ -257,9 +257,10 @@ export class ResourceService {
     return this.resources.write(fn, actor);
   }
 
-  private async existing(tx: Tx, id: string, action: 'update' | 'delete'): Promise<Entity> {
+  private async existing(tx: Tx, id: string, action: 'update' | 'delete', body?: Record<string, unknown>): Promise<Entity> {
     const prev = await this.repo.get(tx, id);
     if (!prev) throw notFound(this.def.label, id);
+    if (body) this.assertCreateOnlyUnchanged(prev, body);
     if (prev.isSystem === true) {
       throw new ApiError(
         action === 'update' ? 'ENTITY_CAN_NOT_BE_UPDATED' : 'ENTITY_CAN_NOT_BE_DELETED',
@@ -267,6 +268,23 @@ export class ResourceService {
       );
     }
     return prev;
+  }
+
+  /**
+   * Create-only fields (a service's encryptionRequired, a config's configTypeId, an authenticator's
+   * method, ...) are fixed once the record exists. A full update or patch that repeats the stored
+   * value is fine (clients send back what they read); one that asks for another value is refused
+   * rather than silently ignored. Fields never stored as such (virtual, write-only) have no stored
+   * value to compare with and are left to the update's own rules. The field the id is taken from
+   * (idFrom) is the id: the path names the record, and a copy in the body is ignored as `id` is.
+   */
+  private assertCreateOnlyUnchanged(prev: Entity, body: Record<string, unknown>): void {
+    for (const [name, f] of Object.entries(this.def.fields)) {
+      if (!f.createOnly || f.virtual || f.writeOnly || name === this.def.idFrom || body[name] === undefined) continue;
+      if (JSON.stringify(body[name] ?? null) !== JSON.stringify(prev[name] ?? null)) {
+        throw fieldError(name, `is fixed when the ${this.def.label} is created`, body[name]);
+      }
+    }
   }
 
   private async store_(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<Entity> {

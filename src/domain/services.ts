@@ -309,33 +309,6 @@ const serviceConfigIds = computed(
   },
 );
 
-/**
- * Create-only fields (a service's encryptionRequired, a config's configTypeId) are fixed once the
- * record exists. A full update or patch that repeats the stored value is fine (clients send back
- * what they read); one that asks for another value is refused rather than silently ignored. The
- * values never change after create, so reading them outside the write's transaction is sound.
- */
-export async function assertCreateOnlyUnchanged(
-  resources: Resources,
-  collection: string,
-  id: string,
-  body: Record<string, unknown> | undefined,
-): Promise<void> {
-  if (!body) return;
-  const service = resources.get(collection);
-  const fixed = Object.entries(service.def.fields).filter(
-    ([name, f]) => f.createOnly && !f.virtual && !f.writeOnly && body[name] !== undefined,
-  );
-  if (fixed.length === 0) return;
-  const current = await service.repo.get(resources.store.db, id);
-  if (!current) return;
-  for (const [name] of fixed) {
-    if (json(body[name]) !== json(current[name])) {
-      throw fieldError(name, `is fixed when the ${service.def.label} is created`, body[name]);
-    }
-  }
-}
-
 // ---- related lists -------------------------------------------------------------------------------
 
 /** Scopes for the related lists: configs of a service, services using a config, configs of a type. */

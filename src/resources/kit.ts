@@ -30,7 +30,7 @@ export interface FieldDef {
   readOnly?: boolean;
   /** Accepted on writes, never returned (passwords, secrets). */
   writeOnly?: boolean;
-  /** Accepted on create only; fixed afterwards. */
+  /** Accepted on create only; fixed afterwards (an update or patch asking for another value is refused). */
   createOnly?: boolean;
   /** Accepted on writes and handed to the domain, but never stored as such (a password to hash). */
   virtual?: boolean;

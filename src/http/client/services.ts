@@ -11,7 +11,6 @@ import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { listServiceTerminators } from '../../domain/routers.js';
-import { assertCreateOnlyUnchanged } from '../../domain/services.js';
 import { ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, listClientEdgeRouters } from '../../domain/client/edge-routers.js';
 import { ApiError } from '../../errors.js';
 import { splitList } from '../../oidc/provider.js';
@@ -109,15 +108,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
     },
   });
 
-  // Patch, full update and delete: the generic admin routes, refusing a change of a create-only field.
-  void app.register(async (scoped) => {
-    scoped.addHook('preHandler', async (request) => {
-      if (request.method !== 'PUT' && request.method !== 'PATCH') return;
-      const { id } = request.params as { id: string };
-      await assertCreateOnlyUnchanged(resources, services.def.name, id, request.body as Record<string, unknown> | undefined);
-    });
-    registerResourceRoutes(scoped, services, flavor, { operations: ['update', 'patch', 'delete'] });
-  });
+  // Patch, full update and delete: the generic admin routes.
+  registerResourceRoutes(app, services, flavor, { operations: ['update', 'patch', 'delete'] });
 
   app.get('/services/:id/edge-routers', {
     config: { auth: SESSION },

@@ -6,7 +6,6 @@ import type { Core } from '../../app/core.js';
 import type { ResourceService } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import {
-  assertCreateOnlyUnchanged,
   associateIdentityServiceConfigs,
   disassociateIdentityServiceConfigs,
   listIdentityServiceConfigs,
@@ -85,27 +84,6 @@ function relatedList(app: FastifyInstance, core: Core, rel: RelatedList): void {
   });
 }
 
-/**
- * Registers a resource's routes in their own context, where a full update or patch asking to change
- * a create-only field is refused (the generic update leaves such fields out of its body and would
- * drop the request silently).
- */
-function withFixedFields(
-  app: FastifyInstance,
-  core: Core,
-  service: ResourceService,
-  register: (scoped: FastifyInstance) => void,
-): void {
-  void app.register(async (scoped) => {
-    scoped.addHook('preHandler', async (request) => {
-      if (request.method !== 'PUT' && request.method !== 'PATCH') return;
-      const { id } = request.params as { id: string };
-      await assertCreateOnlyUnchanged(core.resources, service.def.name, id, request.body as Record<string, unknown> | undefined);
-    });
-    register(scoped);
-  });
-}
-
 export function servicesRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
   const flavor = r.flavor;
@@ -115,13 +93,11 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
   const identities = r.get('identities');
 
   registerResourceRoutes(app, configTypes, flavor);
-  withFixedFields(app, core, configs, (scoped) => registerResourceRoutes(scoped, configs, flavor));
-  withFixedFields(app, core, services, (scoped) =>
-    registerResourceRoutes(scoped, services, flavor, {
-      listQueryExtra: { ...RoleFilterQuery, ...ConfigTypesQuery },
-      listScope: roleFilterScope('services', flavor),
-    }),
-  );
+  registerResourceRoutes(app, configs, flavor);
+  registerResourceRoutes(app, services, flavor, {
+    listQueryExtra: { ...RoleFilterQuery, ...ConfigTypesQuery },
+    listScope: roleFilterScope('services', flavor),
+  });
 
   relatedList(app, core, {
     parent: services,
