@@ -311,14 +311,14 @@ function clientScenarios(): Scenario[] {
         scenario.changeBefore = async (c) => {
           const res = await c.request('PATCH', `/edge/management/v1/services/${serviceId}`, {
             headers: admin,
-            body: JSON.stringify({ tags: { benchRound: ++round } }),
+            body: JSON.stringify({ tags: { benchRound: String(++round) } }),
           });
           if (res.status !== 200) throw new Error(`changing service ${serviceId} failed: ${res.status} ${res.body}`);
         };
         // The change shows in the very next list, so it did invalidate what was kept.
         await scenario.changeBefore(ctx);
         const res = await ctx.request('GET', services, { headers: scenario.headers });
-        if (!res.body.includes(`"benchRound":${round}`)) throw new Error('the service list did not show the change');
+        if (!res.body.includes(`"benchRound":"${round}"`)) throw new Error('the service list did not show the change');
       },
     },
     {
