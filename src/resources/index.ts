@@ -1,7 +1,7 @@
 // Every resource definition of the controller: the one list that registration, the relations, the
 // kernel, the schema test and anything else that goes over all resources enumerate. The store's
 // migrations must produce exactly the tables these imply (test/schema.test.ts checks it).
-import type { ResourceDef } from './kit.js';
+import type { EntityOfDef, ResourceDef } from './kit.js';
 import { apiSessions } from './api-sessions.js';
 import { authPolicies } from './auth-policies.js';
 import { authenticators } from './authenticators.js';
@@ -46,3 +46,13 @@ export function tableOf(collection: string): string {
   const def = resourceDefs.find((d) => d.name === collection);
   return def?.table ?? collection.replace(/-/g, '_');
 }
+
+/**
+ * An entity as the store holds it, inferred from its definition, named either by the definition or
+ * by its resource name: `EntityOf<'identities'>`.
+ */
+export type EntityOf<R extends ResourceName | ResourceDef> = R extends ResourceName
+  ? EntityOfDef<Extract<(typeof resourceDefs)[number], { name: R }>>
+  : R extends ResourceDef
+    ? EntityOfDef<R>
+    : never;

@@ -1,7 +1,7 @@
 // The resource kit: one declarative definition per entity, from which the table shape, the TypeBox
 // schemas (create, full update, patch, read), the filter symbols, the links and the permission group
 // all derive; its relations derive in relations.ts. Nothing here knows HTTP or the store driver.
-import { Type, type TSchema, type TObject } from '@sinclair/typebox';
+import { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';
 import type { FieldType, FilterField, FilterSymbols } from '../query/ast.js';
 
 export type FieldKind =
@@ -107,10 +107,60 @@ export interface RelatedListDef {
   policyType?: boolean;
 }
 
-/** A definition keeping its name as a literal type, so the names of all of them form a union. */
-export function defineResource<const Name extends string>(def: ResourceDef<Name>): ResourceDef<Name> {
+/**
+ * A definition keeping its name and its fields' declarations as literal types, so the names of all of
+ * them form a union and the type of an entity is inferred from its fields (`EntityOfDef`).
+ */
+export function defineResource<const D extends ResourceDef>(def: D): D {
   return def;
 }
+
+// ---- entity types, inferred from the fields ---------------------------------------------------
+
+/** What a field constructor returns: its preset options overridden by the caller's, kept literal. */
+type Declared<Preset, O> = Omit<Preset, keyof NoInfer<O>> & NoInfer<O>;
+
+/** The stored value of a field of this declaration, null aside. */
+type ValueOf<F> = F extends { kind: 'string' | 'datetime' | 'ref' }
+  ? string
+  : F extends { kind: 'integer' | 'number' }
+    ? number
+    : F extends { kind: 'boolean' }
+      ? boolean
+      : F extends { kind: 'enum'; values: readonly (infer V)[] }
+        ? V
+        : F extends { kind: 'set' }
+          ? string[]
+          : F extends { kind: 'json'; schema: infer S extends TSchema }
+            ? Static<S>
+            : unknown;
+
+/** The type-level twin of isNullableColumn: a default keeps the column filled, else `required`. */
+type NullUnlessPresent<F> = F extends { nullable: true }
+  ? null
+  : F extends { required: 'always' }
+    ? never
+    : F extends { required: 'create'; createOnly: true }
+      ? never
+      : null;
+type NullOf<F> = F extends { default: infer D } ? ([D] extends [undefined | null] ? NullUnlessPresent<F> : never) : NullUnlessPresent<F>;
+
+/** The fields every entity has, whatever its definition. */
+export interface BaseEntity {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, string | boolean | null>;
+}
+
+type StoredFields<Fields> = {
+  -readonly [K in keyof Fields as Fields[K] extends { virtual: true } ? never : K]: ValueOf<Fields[K]> | NullOf<Fields[K]>;
+};
+
+/** An entity as the store holds it, inferred from its definition (virtual fields are never stored). */
+export type EntityOfDef<D extends ResourceDef> = BaseEntity &
+  (D extends { system: true } ? { isSystem: boolean } : unknown) &
+  StoredFields<D['fields']>;
 
 export interface KindsDef {
   /** The field whose value is the kind. */
@@ -146,70 +196,82 @@ export function columnOf(name: string, f: FieldDef): string {
   return f.column ?? snake(name);
 }
 
-/** Field constructors, so definitions read as declarations. */
+/** Field constructors, so definitions read as declarations; each keeps what decides its type literal. */
 export const field = {
-  string: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'string', description, ...o }),
-  name: (description = 'unique name', o: Partial<FieldDef> = {}): FieldDef => ({
-    kind: 'string',
-    description,
-    required: 'always',
-    unique: true,
-    minLength: 1,
-    maxLength: MAX_NAME,
-    ...o,
-  }),
-  integer: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'integer', description, ...o }),
-  number: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'number', description, ...o }),
-  boolean: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'boolean', description, ...o }),
-  datetime: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({ kind: 'datetime', description, ...o }),
-  enum: (values: readonly string[], description: string, o: Partial<FieldDef> = {}): FieldDef => ({
-    kind: 'enum',
-    values,
-    description,
-    ...o,
-  }),
-  json: (schema: TSchema, description: string, o: Partial<FieldDef> = {}): FieldDef => ({
-    kind: 'json',
-    schema,
-    description,
-    ...o,
-  }),
+  string: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({ kind: 'string', description, ...o }) as Declared<{ kind: 'string'; description: string }, O>,
+  name: <const O extends Partial<FieldDef> = object>(description = 'unique name', o: O = {} as O) =>
+    ({
+      kind: 'string',
+      description,
+      required: 'always',
+      unique: true,
+      minLength: 1,
+      maxLength: MAX_NAME,
+      ...o,
+    }) as Declared<{ kind: 'string'; description: string; required: 'always'; unique: true; minLength: number; maxLength: number }, O>,
+  integer: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({ kind: 'integer', description, ...o }) as Declared<{ kind: 'integer'; description: string }, O>,
+  number: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({ kind: 'number', description, ...o }) as Declared<{ kind: 'number'; description: string }, O>,
+  boolean: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({ kind: 'boolean', description, ...o }) as Declared<{ kind: 'boolean'; description: string }, O>,
+  datetime: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({ kind: 'datetime', description, ...o }) as Declared<{ kind: 'datetime'; description: string }, O>,
+  enum: <const V extends readonly string[], const O extends Partial<FieldDef> = object>(values: V, description: string, o: O = {} as O) =>
+    ({
+      kind: 'enum',
+      values,
+      description,
+      ...o,
+    }) as Declared<{ kind: 'enum'; values: V; description: string }, O>,
+  json: <S extends TSchema, const O extends Partial<FieldDef> = object>(schema: S, description: string, o: O = {} as O) =>
+    ({
+      kind: 'json',
+      schema,
+      description,
+      ...o,
+    }) as Declared<{ kind: 'json'; schema: S; description: string }, O>,
   /** A set of strings (role attributes, role lists): stored as a JSON array, filtered with anyOf/allOf. */
-  set: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({
-    // sets are never null in storage
-    kind: 'set',
-    description,
-    default: [],
-    maxItems: MAX_LIST,
-    ...o,
-  }),
+  set: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({
+      // sets are never null in storage
+      kind: 'set',
+      description,
+      default: [],
+      maxItems: MAX_LIST,
+      ...o,
+    }) as Declared<{ kind: 'set'; description: string; default: string[]; maxItems: number }, O>,
   /** Attributes policies select an entity by; never starting with `#` or `@` (those are role syntax). */
-  roleAttributes: (o: Partial<FieldDef> = {}): FieldDef => ({
-    kind: 'set',
-    description: 'attributes policies select this entity by',
-    default: [],
-    nullable: true,
-    maxItems: MAX_LIST,
-    schema: Type.String({ minLength: 1, maxLength: MAX_NAME, pattern: '^[^#@]' }),
-    ...o,
-  }),
+  roleAttributes: <const O extends Partial<FieldDef> = object>(o: O = {} as O) =>
+    ({
+      kind: 'set',
+      description: 'attributes policies select this entity by',
+      default: [],
+      nullable: true,
+      maxItems: MAX_LIST,
+      schema: Type.String({ minLength: 1, maxLength: MAX_NAME, pattern: '^[^#@]' }),
+      ...o,
+    }) as Declared<{ kind: 'set'; description: string; default: string[]; nullable: true; maxItems: number; schema: TSchema }, O>,
   /** A policy role list: `#attribute`, `@id` or `#all` entries. */
-  roles: (description: string, o: Partial<FieldDef> = {}): FieldDef => ({
-    kind: 'set',
-    description,
-    default: [],
-    nullable: true,
-    maxItems: MAX_LIST,
-    schema: Type.String({ minLength: 2, maxLength: MAX_NAME, pattern: '^[#@]' }),
-    ...o,
-  }),
-  ref: (collection: string, description: string, o: Partial<FieldDef> = {}): FieldDef => ({
-    kind: 'ref',
-    description,
-    maxLength: MAX_NAME,
-    ...o,
-    ref: { collection, ...o.ref },
-  }),
+  roles: <const O extends Partial<FieldDef> = object>(description: string, o: O = {} as O) =>
+    ({
+      kind: 'set',
+      description,
+      default: [],
+      nullable: true,
+      maxItems: MAX_LIST,
+      schema: Type.String({ minLength: 2, maxLength: MAX_NAME, pattern: '^[#@]' }),
+      ...o,
+    }) as Declared<{ kind: 'set'; description: string; default: string[]; nullable: true; maxItems: number; schema: TSchema }, O>,
+  ref: <const O extends Partial<FieldDef> = object>(collection: string, description: string, o: O = {} as O) =>
+    ({
+      kind: 'ref',
+      description,
+      maxLength: MAX_NAME,
+      ...o,
+      ref: { collection, ...o.ref },
+    }) as Declared<{ kind: 'ref'; description: string; maxLength: number }, Omit<NoInfer<O>, 'ref'>> & { ref: NonNullable<FieldDef['ref']> },
 };
 
 // ---- schemas -------------------------------------------------------------------------------
