@@ -20,6 +20,7 @@ import {
   type ResourceDef,
 } from '../resources/kit.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
+import type { EntityOf, ResourceName } from '../resources/index.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
 import type { Collection } from '../kernel/changes.js';
@@ -86,8 +87,9 @@ export function composeBehaviours(...parts: ResourceBehaviour[]): ResourceBehavi
 
 const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
 
-export class ResourceService {
-  readonly repo: Repository;
+/** One resource's reads and writes; `E` is its entity type where the caller names the resource. */
+export class ResourceService<E extends Entity = Entity> {
+  readonly repo: Repository<E>;
   readonly filter: FilterSpec;
   /** The schema of an answer: the definition's read fields and the computed ones. */
   readonly read: TObject;
@@ -101,7 +103,7 @@ export class ResourceService {
     private readonly resources: Resources,
     private readonly behaviour: ResourceBehaviour = {},
   ) {
-    this.repo = resources.kernel.repoFor(def);
+    this.repo = resources.kernel.repoFor(def) as Repository<E>;
     this.filter = filterSpec(def);
     this.read = readSchema(def, computedSchemas(def, behaviour.computed ?? []));
     this.readFields = new Set(Object.keys(this.read.properties));
@@ -118,7 +120,7 @@ export class ResourceService {
   }
 
   /** Entities rather than answers, for views that show them in another shape. */
-  async listEntities(q: ListQuery, ex: Executor = this.store.db): Promise<{ items: Entity[]; total: number }> {
+  async listEntities(q: ListQuery, ex: Executor = this.store.db): Promise<{ items: E[]; total: number }> {
     return this.repo.list(ex, q);
   }
 
@@ -179,7 +181,7 @@ export class ResourceService {
     }
   }
 
-  async create(body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
+  async create(body: Record<string, unknown>, actor?: Actor): Promise<E> {
     return this.write(actor, async (ctx) => {
       const given = this.def.idFrom ? body[this.def.idFrom] : undefined;
       const entity: Record<string, unknown> = {
@@ -201,7 +203,7 @@ export class ResourceService {
   }
 
   /** Full update: required fields present (the schema saw to it), absent optional ones reset. */
-  async update(id: string, body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
+  async update(id: string, body: Record<string, unknown>, actor?: Actor): Promise<E> {
     return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'update', body);
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now, tags: body.tags ?? {} };
@@ -217,7 +219,7 @@ export class ResourceService {
   }
 
   /** Patch: only the supplied fields change; null clears a nullable one. */
-  async patch(id: string, body: Record<string, unknown>, actor?: Actor): Promise<Entity> {
+  async patch(id: string, body: Record<string, unknown>, actor?: Actor): Promise<E> {
     return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'update', body);
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
@@ -231,7 +233,7 @@ export class ResourceService {
     });
   }
 
-  async delete(id: string, actor?: Actor): Promise<Entity> {
+  async delete(id: string, actor?: Actor): Promise<E> {
     return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'delete');
       await this.behaviour.beforeDelete?.(ctx, prev);
@@ -257,7 +259,7 @@ export class ResourceService {
     return this.resources.write(fn, actor);
   }
 
-  private async existing(tx: Tx, id: string, action: 'update' | 'delete', body?: Record<string, unknown>): Promise<Entity> {
+  private async existing(tx: Tx, id: string, action: 'update' | 'delete', body?: Record<string, unknown>): Promise<E> {
     const prev = await this.repo.get(tx, id);
     if (!prev) throw notFound(this.def.label, id);
     if (body) this.assertCreateOnlyUnchanged(prev, body);
@@ -287,7 +289,7 @@ export class ResourceService {
     }
   }
 
-  private async store_(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<Entity> {
+  private async store_(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<E> {
     await this.behaviour.validate?.(ctx, next, prev);
     await this.checkReferences(ctx.tx, next, prev);
     try {
@@ -301,7 +303,8 @@ export class ResourceService {
     }
     await this.behaviour.afterWrite?.(ctx, next, prev);
     ctx.changed(this.change(prev ? 'update' : 'create', next));
-    return next;
+    // the stored row of this definition, whose fields E describes
+    return next as E;
   }
 
   /** The change of a write of one of this resource's records. */
@@ -413,6 +416,8 @@ export class Resources {
     return service;
   }
 
+  get<N extends ResourceName>(name: N): ResourceService<EntityOf<N>>;
+  get(name: string): ResourceService;
   get(name: string): ResourceService {
     const s = this.services.get(name);
     if (!s) throw new Error(`no resource ${name}`);

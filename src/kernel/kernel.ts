@@ -7,7 +7,7 @@
 // (domain, auth, oidc, policy): it knows the store, the resource definitions and the feed, nothing else.
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
-import { resourceDefs, type ResourceName } from '../resources/index.js';
+import { resourceDefs, type EntityOf, type ResourceName } from '../resources/index.js';
 import type { ResourceDef } from '../resources/kit.js';
 import { Repository, type Entity } from '../store/repository.js';
 import type { Store, Tx } from '../store/store.js';
@@ -63,8 +63,8 @@ export class Kernel {
   }
 
   /** The rows of a resource of the controller. */
-  repo(name: ResourceName): Repository {
-    return this.repos.get(name)!;
+  repo<N extends ResourceName>(name: N): Repository<EntityOf<N>> {
+    return this.repos.get(name)! as Repository<EntityOf<N>>;
   }
 
   /** The rows of a definition (one repository per collection name). */

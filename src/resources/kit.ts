@@ -145,13 +145,13 @@ type NullUnlessPresent<F> = F extends { nullable: true }
       : null;
 type NullOf<F> = F extends { default: infer D } ? ([D] extends [undefined | null] ? NullUnlessPresent<F> : never) : NullUnlessPresent<F>;
 
-/** The fields every entity has, whatever its definition. */
-export interface BaseEntity {
+/** The fields every entity has, whatever its definition (a type, not an interface, so it is a record too). */
+export type BaseEntity = {
   id: string;
   createdAt: string;
   updatedAt: string;
   tags: Record<string, string | boolean | null>;
-}
+};
 
 type StoredFields<Fields> = {
   -readonly [K in keyof Fields as Fields[K] extends { virtual: true } ? never : K]: ValueOf<Fields[K]> | NullOf<Fields[K]>;

@@ -29,7 +29,8 @@ interface Column {
   type: ColumnType;
 }
 
-export class Repository {
+/** The rows of one table; `E` is the entity type inferred from the definition where the caller knows it. */
+export class Repository<E extends Entity = Entity> {
   readonly columns: readonly Column[];
   private readonly byField: ReadonlyMap<string, Column>;
 
@@ -61,10 +62,10 @@ export class Repository {
     return c.column;
   }
 
-  fromRow(row: Record<string, unknown>): Entity {
+  fromRow(row: Record<string, unknown>): E {
     const entity: Record<string, unknown> = {};
     for (const c of this.columns) entity[c.field] = this.dialect.fromDb(c.type, row[c.column]);
-    return entity as Entity;
+    return entity as E;
   }
 
   toRow(values: Record<string, unknown>): Record<string, unknown> {
@@ -83,7 +84,7 @@ export class Repository {
     return query;
   }
 
-  async list(ex: Executor, q: ListQuery): Promise<{ items: Entity[]; total: number }> {
+  async list(ex: Executor, q: ListQuery): Promise<{ items: E[]; total: number }> {
     const countRow = await this.filtered(ex, q)
       .select(sql<number>`count(*)`.as('n'))
       .executeTakeFirstOrThrow();
@@ -96,7 +97,7 @@ export class Repository {
     return { items: rows.map((r) => this.fromRow(r as Record<string, unknown>)), total: Number(countRow.n) };
   }
 
-  async get(ex: Executor, id: string): Promise<Entity | undefined> {
+  async get(ex: Executor, id: string): Promise<E | undefined> {
     const row = await ex.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst();
     return row ? this.fromRow(row as Record<string, unknown>) : undefined;
   }
