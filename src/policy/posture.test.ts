@@ -73,7 +73,7 @@ const MULTI_ALL = check('PROCESS_MULTI', {
     { osType: 'Linux', path: '/usr/bin/b', signerFingerprints: ['ff00', 'ee11'] },
   ],
 });
-const MULTI_ANY = { ...MULTI_ALL, semantic: 'AnyOf' };
+const MULTI_ANY = { ...MULTI_ALL, semantic: 'AnyOf' as const };
 const MFA = check('MFA', { timeoutSeconds: -1, promptOnWake: false, promptOnUnlock: false });
 const MFA_TIMED = check('MFA', { timeoutSeconds: 300, promptOnWake: true, promptOnUnlock: true });
 

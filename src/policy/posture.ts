@@ -1,6 +1,7 @@
 // Posture evaluation (behaviour.md §4), pure: whether what an API session reported about its device
 // satisfies posture checks, a policy passing when all of its checks do, and the posture queries of
 // client service answers. No I/O and no clock: the time comes in with the facts.
+import type { EntityOf } from '../resources/index.js';
 
 /** A reported value with where it came from. */
 export interface Reported<T> {
@@ -35,22 +36,27 @@ export interface SessionPosture {
   endpointState: { unlockedAt?: number; wokenAt?: number; lastUpdatedAt?: number };
 }
 
-/** A stored posture check, as evaluation needs it. */
-export interface PostureCheck {
-  id: string;
-  name: string;
-  /** A posture check kind (OS, PROCESS, PROCESS_MULTI, DOMAIN, MAC, MFA); any other fails. */
-  typeId: string;
-  operatingSystems?: { type: string; versions: string[] }[] | null;
-  process?: { osType: string; path: string; hashes?: string[]; signerFingerprint?: string } | null;
-  processes?: { osType: string; path: string; hashes?: string[]; signerFingerprints?: string[] }[] | null;
-  semantic?: string | null;
-  domains?: string[] | null;
-  macAddresses?: string[] | null;
-  timeoutSeconds?: number | null;
-  promptOnWake?: boolean | null;
-  promptOnUnlock?: boolean | null;
-}
+type StoredPostureCheck = EntityOf<'posture-checks'>;
+
+/**
+ * A stored posture check, as evaluation needs it: its id, name and kind (OS, PROCESS, PROCESS_MULTI,
+ * DOMAIN, MAC, MFA; any other fails), and the fields of the kinds, which it may leave out.
+ */
+export type PostureCheck = Pick<StoredPostureCheck, 'id' | 'name' | 'typeId'> &
+  Partial<
+    Pick<
+      StoredPostureCheck,
+      | 'operatingSystems'
+      | 'process'
+      | 'processes'
+      | 'semantic'
+      | 'domains'
+      | 'macAddresses'
+      | 'timeoutSeconds'
+      | 'promptOnWake'
+      | 'promptOnUnlock'
+    >
+  >;
 
 /** What evaluation knows beyond the reported data. */
 export interface PostureFacts {

@@ -2,6 +2,7 @@
 // feed: posture checks by id, config type names, and service entities with their configs and each
 // identity's service-config overrides.
 import type { Entity, Repository } from '../../store/repository.js';
+import type { EntityOf } from '../../resources/index.js';
 import type { Store } from '../../store/store.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
@@ -19,7 +20,7 @@ export class PostureCheckCatalog implements Cache {
 
   constructor(
     private readonly store: Store,
-    private readonly repo: Repository,
+    private readonly repo: Repository<EntityOf<'posture-checks'>>,
   ) {}
 
   onChange(c: Change): void {
@@ -46,7 +47,7 @@ export class PostureCheckCatalog implements Cache {
       const found = new Map<string, PostureCheck>();
       for (const row of rows) {
         const e = this.repo.fromRow(row as Record<string, unknown>);
-        found.set(e.id, e as unknown as PostureCheck);
+        found.set(e.id, e);
       }
       for (const id of missing) {
         const c = found.get(id);
