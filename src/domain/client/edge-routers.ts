@@ -5,22 +5,17 @@ import { sql, type SqlBool } from 'kysely';
 import { Type } from '@sinclair/typebox';
 import { filterSpec, type FilterSpec } from '../../resources/kit.js';
 import { edgeRouters as edgeRoutersDef } from '../../resources/routers.js';
-import type { Entity, ListQuery } from '../../store/repository.js';
+import type { ListQuery } from '../../store/repository.js';
+import type { EntityOf } from '../../resources/index.js';
 import { identityEdgeRouters, idIn, serviceEdgeRouters } from '../related.js';
 import type { ResourceService } from '../resources.js';
 
+type EdgeRouter = EntityOf<'edge-routers'>;
+
 /** An edge router in a client answer: how to reach it, nothing of its enrollment. */
-export interface ClientEdgeRouter {
-  id: string;
-  name: string;
-  hostname: string;
-  isOnline: boolean;
-  supportedProtocols: Record<string, string>;
+export type ClientEdgeRouter = Pick<EdgeRouter, 'id' | 'name' | 'hostname' | 'isOnline' | 'supportedProtocols' | 'cost' | 'noTraversal' | 'disabled'> & {
   urls: Record<string, string>;
-  cost: number;
-  noTraversal: boolean;
-  disabled: boolean;
-}
+};
 
 export const ClientEdgeRouterSchema = Type.Object({
   id: Type.String(),
@@ -45,22 +40,21 @@ export const ClientEdgeRouterListItemSchema = Type.Composite([
   ClientEdgeRouterSchema,
 ]);
 
-export function clientEdgeRouter(e: Entity): ClientEdgeRouter {
-  const protocols = (e.supportedProtocols ?? {}) as Record<string, string>;
+export function clientEdgeRouter(e: EdgeRouter): ClientEdgeRouter {
   return {
     id: e.id,
-    name: String(e.name),
-    hostname: String(e.hostname ?? ''),
-    isOnline: e.isOnline === true,
-    supportedProtocols: protocols,
-    urls: protocols,
-    cost: Number(e.cost ?? 0),
-    noTraversal: e.noTraversal === true,
-    disabled: e.disabled === true,
+    name: e.name,
+    hostname: e.hostname,
+    isOnline: e.isOnline,
+    supportedProtocols: e.supportedProtocols,
+    urls: e.supportedProtocols,
+    cost: e.cost,
+    noTraversal: e.noTraversal,
+    disabled: e.disabled,
   };
 }
 
-export function clientEdgeRouterListItem(e: Entity): Record<string, unknown> {
+export function clientEdgeRouterListItem(e: EdgeRouter): Record<string, unknown> {
   return {
     _links: { self: { href: `./edge-routers/${e.id}` } },
     createdAt: e.createdAt,
@@ -95,7 +89,7 @@ export const edgeRouterScope = {
  * service those it may use for that service; scoped before any filter.
  */
 export async function listClientEdgeRouters(
-  edgeRouters: ResourceService,
+  edgeRouters: ResourceService<EdgeRouter>,
   q: ListQuery,
   identityId: string,
   serviceId?: string,

@@ -18,7 +18,8 @@ import { sessions as sessionsDef, type SessionType } from '../../resources/sessi
 import { parseCompact, signCompact, verifySignature } from '../../oidc/jws.js';
 import type { SigningKeys } from '../../oidc/keys.js';
 import type { Issuers } from '../../oidc/issuer.js';
-import type { Entity, ListQuery, Repository } from '../../store/repository.js';
+import type { ListQuery, Repository } from '../../store/repository.js';
+import type { EntityOf } from '../../resources/index.js';
 import type { Store } from '../../store/store.js';
 import type { ApiSessions } from '../../auth/api-sessions.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
@@ -84,16 +85,8 @@ class RouterLists {
   }
 }
 
-export interface SessionRecord {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  tags: Record<string, string | boolean | null>;
-  apiSessionId: string;
-  identityId: string;
-  serviceId: string;
-  type: SessionType;
-}
+/** A session as stored. */
+export type SessionRecord = EntityOf<'sessions'>;
 
 // ---- sessions ----------------------------------------------------------------------------------------
 
@@ -143,8 +136,8 @@ export interface SessionsDeps {
   store: Store;
   clock: Clock;
   kernel: Kernel;
-  repo: Repository;
-  edgeRouters: Repository;
+  repo: Repository<SessionRecord>;
+  edgeRouters: Repository<EntityOf<'edge-routers'>>;
   access: AccessViews;
   checks: PostureCheckCatalog;
   posture: PostureStore;
@@ -152,19 +145,6 @@ export interface SessionsDeps {
   issuers: Pick<Issuers, 'accepts'>;
   /** The API sessions, whose expiry bounds their sessions' tokens. */
   apiSessions: Pick<ApiSessions, 'load' | 'expiresAt'>;
-}
-
-function recordOf(e: Entity): SessionRecord {
-  return {
-    id: e.id,
-    createdAt: e.createdAt,
-    updatedAt: e.updatedAt,
-    tags: e.tags ?? {},
-    apiSessionId: String(e.apiSessionId),
-    identityId: String(e.identityId),
-    serviceId: String(e.serviceId),
-    type: e.type as SessionType,
-  };
 }
 
 const keyOf = (apiSessionId: string, serviceId: string, type: string) => `${apiSessionId}\u0000${serviceId}\u0000${type}`;
@@ -345,7 +325,7 @@ export class Sessions implements Cache {
       .where('type', '=', type)
       .executeTakeFirst();
     if (!row) return undefined;
-    const s = recordOf(this.d.repo.fromRow(row as Record<string, unknown>));
+    const s = this.d.repo.fromRow(row as Record<string, unknown>);
     this.remember(s, seen);
     return s;
   }
@@ -407,9 +387,8 @@ export class Sessions implements Cache {
     const seen = this.byId.drops;
     const e = await this.d.repo.get(this.d.store.db, id);
     if (!e) return undefined;
-    const s = recordOf(e);
-    this.remember(s, seen);
-    return s;
+    this.remember(e, seen);
+    return e;
   }
 
   /** A session of the caller's identity; 404 for any other. */
@@ -423,7 +402,7 @@ export class Sessions implements Cache {
   async list(q: Omit<ListQuery, 'scope'>, identityId?: string): Promise<{ items: SessionRecord[]; total: number }> {
     const scope = identityId === undefined ? undefined : sql<SqlBool>`${sql.ref('sessions.identity_id')} = ${identityId}`;
     const { items, total } = await this.d.repo.list(this.d.store.db, scope ? { ...q, scope } : q);
-    return { items: items.map(recordOf), total };
+    return { items, total };
   }
 
   async get(id: string): Promise<SessionRecord> {
