@@ -2,27 +2,20 @@
 // and which edge routers both may use, from the policy links alone. Posture is not considered.
 import { sql, type SqlBool } from 'kysely';
 import { notFound } from '../errors.js';
-import { entityRef, type Links } from '../resources/kit.js';
+import { entityRef, type EntityRef } from '../resources/kit.js';
 import type { Resources } from './resources.js';
 import { accessTypes, countDistinct, identityEdgeRouters, idIn, serviceEdgeRouters } from './related.js';
 
-interface Ref {
-  _links: Links;
-  entity: string;
-  id: string;
-  name: string;
-}
-
 export interface PolicyAdvice {
   identityId: string;
-  identity: Ref;
+  identity: EntityRef;
   serviceId: string;
-  service: Ref;
+  service: EntityRef;
   isDialAllowed: boolean;
   isBindAllowed: boolean;
   identityRouterCount: number;
   serviceRouterCount: number;
-  commonRouters: (Ref & { isOnline: boolean })[];
+  commonRouters: (EntityRef & { isOnline: boolean })[];
 }
 
 export async function policyAdvice(resources: Resources, identityId: string, serviceId: string): Promise<PolicyAdvice> {
@@ -44,16 +37,16 @@ export async function policyAdvice(resources: Resources, identityId: string, ser
   });
   return {
     identityId,
-    identity: entityRef('identities', identityId, String(identity.name)),
+    identity: entityRef('identities', identityId, identity.name),
     serviceId,
-    service: entityRef('services', serviceId, String(service.name)),
+    service: entityRef('services', serviceId, service.name),
     isDialAllowed: types.has('Dial'),
     isBindAllowed: types.has('Bind'),
     identityRouterCount: await countDistinct(ex, identityRouters),
     serviceRouterCount: await countDistinct(ex, serviceRouters),
     commonRouters: common.items.map((r) => ({
-      ...entityRef('edge-routers', r.id, String(r.name)),
-      isOnline: r.isOnline === true,
+      ...entityRef('edge-routers', r.id, r.name),
+      isOnline: r.isOnline,
     })),
   };
 }

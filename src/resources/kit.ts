@@ -467,12 +467,10 @@ export function entityLinks(def: ResourceDef, id: string): Links {
   return links;
 }
 
-export function entityRef(collection: string, id: string, name: string): {
-  _links: Links;
-  entity: string;
-  id: string;
-  name: string;
-} {
+/** A reference to an entity in an answer: its collection, id, name and link. */
+export type EntityRef = Static<typeof EntityRefSchema>;
+
+export function entityRef(collection: string, id: string, name: string): EntityRef {
   return { _links: { self: { href: `./${collection}/${id}` } }, entity: collection, id, name };
 }
 
