@@ -10,6 +10,7 @@ import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Repository } from '../store/repository.js';
+import type { EntityOf } from '../resources/index.js';
 import type { Store } from '../store/store.js';
 import { hashToken, newToken } from './tokens.js';
 
@@ -51,7 +52,7 @@ export class ApiSessions implements Cache {
   private readonly holds = new Map<string, number>();
   private timers: NodeJS.Timeout[] = [];
   private readonly store: Store;
-  private readonly repo: Repository;
+  private readonly repo: Repository<EntityOf<'api-sessions'>>;
 
   constructor(
     private readonly kernel: Kernel,
@@ -284,18 +285,18 @@ export class ApiSessions implements Cache {
     if (kept) this.byHash.set(s.tokenHash, s.id);
   }
 
-  private fromEntity(e: Record<string, unknown>): ApiSession {
-    const stored = Date.parse(e.lastActivityAt as string);
-    const id = e.id as string;
+  private fromEntity(e: EntityOf<'api-sessions'>): ApiSession {
+    const stored = Date.parse(e.lastActivityAt);
+    const id = e.id;
     return {
       id,
-      tokenHash: e.tokenHash as string,
-      identityId: e.identityId as string,
-      authenticatorId: (e.authenticatorId as string | null) ?? null,
-      authMethod: e.authMethod as string,
-      configTypes: (e.configTypes as string[]) ?? [],
-      ipAddress: (e.ipAddress as string | null) ?? null,
-      createdAt: Date.parse(e.createdAt as string),
+      tokenHash: e.tokenHash,
+      identityId: e.identityId,
+      authenticatorId: e.authenticatorId ?? null,
+      authMethod: e.authMethod,
+      configTypes: e.configTypes ?? [],
+      ipAddress: e.ipAddress ?? null,
+      createdAt: Date.parse(e.createdAt),
       // Activity not yet written counts: it is newer than the store's.
       lastActivityAt: Math.max(stored, this.activity.get(id)?.at ?? stored),
       storedActivityAt: stored,
