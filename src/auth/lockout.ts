@@ -62,7 +62,7 @@ export async function countWrongPassword(kernel: Kernel, clock: Clock, authentic
     const now = clock();
     const disabledUntil = typeof identity.disabledUntil === 'string' ? Date.parse(identity.disabledUntil) : null;
     if (isDisabledAt({ disabled: identity.disabled === true, disabledUntil }, now)) return undefined;
-    const rules = await authPolicyRules(kernel.repo('auth-policies'), ctx.tx, identity.authPolicyId as string);
+    const rules = await authPolicyRules(kernel.repo('auth-policies'), ctx.tx, identity.authPolicyId);
     const { maxAttempts, lockoutDurationMinutes } = rules.primary.updb;
     const counted = await ctx.tx
       .updateTable('authenticators')

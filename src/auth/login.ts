@@ -10,7 +10,7 @@ import { ApiError } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
-import type { Entity } from '../store/repository.js';
+import type { EntityOf } from '../resources/index.js';
 import type { ApiSession, ApiSessions } from './api-sessions.js';
 import type { IdentityDirectory } from './identity-directory.js';
 import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lockout.js';
@@ -42,12 +42,15 @@ export interface LoginRequest {
   sdkInfo?: Record<string, string>;
 }
 
+type Identity = EntityOf<'identities'>;
+type Authenticator = EntityOf<'authenticators'>;
+
 /** The credentials of a primary login, whatever opens the session afterwards. */
 export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'ipAddress'>;
 
 export interface PrimaryAuthentication {
-  identity: Entity;
-  authenticator: Entity;
+  identity: Identity;
+  authenticator: Authenticator;
   /** The rules of the identity's auth policy, as checked. */
   rules: AuthPolicyRules;
 }
@@ -55,7 +58,7 @@ export interface PrimaryAuthentication {
 export interface LoginResult {
   session: ApiSession;
   token: string;
-  identity: Entity;
+  identity: Identity;
 }
 
 function invalidAuth(message = 'the credentials are not valid'): ApiError {
@@ -83,9 +86,9 @@ export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentia
  * wrong one counts as a failed login does (the throttle of the address and the account, and the
  * auth policy's lockout), so a stolen session cannot guess its way to the account's password.
  */
-export async function checkCurrentPassword(core: LoginDeps, authenticator: Entity, password: string, ipAddress: string): Promise<void> {
+export async function checkCurrentPassword(core: LoginDeps, authenticator: Authenticator, password: string, ipAddress: string): Promise<void> {
   await throttled(core, [`ip:${ipAddress}`, `user:${String(authenticator.username)}`], async () => {
-    const check = await verifyPassword(authenticator.passwordHash as string | null, password);
+    const check = await verifyPassword(authenticator.passwordHash, password);
     if (!check.ok) {
       await countFailure(core, authenticator);
       throw new ApiError('INVALID_AUTH', 'the current password is not correct', {
@@ -93,7 +96,7 @@ export async function checkCurrentPassword(core: LoginDeps, authenticator: Entit
         reason: 'is not correct',
       });
     }
-    if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.kernel, authenticator.id, authenticator.identityId as string);
+    if (authenticator.failedAttempts > 0) await clearWrongPasswords(core.kernel, authenticator.id, authenticator.identityId);
   });
 }
 
@@ -130,7 +133,7 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Pri
     .where('method', '=', 'updb')
     .executeTakeFirst();
   const authenticator = row ? authenticators.fromRow(row as Record<string, unknown>) : undefined;
-  const check = await verifyPassword(authenticator?.passwordHash as string | undefined, req.password ?? '');
+  const check = await verifyPassword(authenticator?.passwordHash, req.password ?? '');
   // A wrong password learns nothing about the account: not whether it exists, is locked or
   // disabled, nor what its policy allows. Only the right one hears why it is refused.
   if (!authenticator) throw invalidAuth();
@@ -141,7 +144,7 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Pri
   const identity = await usableIdentity(core, authenticator);
   const rules = await rulesOf(core, identity);
   if (!rules.primary.updb.allowed) throw invalidAuth('the auth policy does not allow password logins');
-  if ((authenticator.failedAttempts as number) > 0) await clearWrongPasswords(core.kernel, authenticator.id, identity.id);
+  if (authenticator.failedAttempts > 0) await clearWrongPasswords(core.kernel, authenticator.id, identity.id);
   if (check.needsRehash) {
     const passwordHash = await hashPassword(req.password ?? '');
     await core.kernel.write((ctx) => ctx.update('authenticators', authenticator.id, { passwordHash }, identity.id));
@@ -149,11 +152,11 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Pri
   return { identity, authenticator, rules };
 }
 
-function rulesOf(core: LoginDeps, identity: Entity): Promise<AuthPolicyRules> {
-  return authPolicyRules(core.kernel.repo('auth-policies'), core.kernel.store.db, identity.authPolicyId as string);
+function rulesOf(core: LoginDeps, identity: Identity): Promise<AuthPolicyRules> {
+  return authPolicyRules(core.kernel.repo('auth-policies'), core.kernel.store.db, identity.authPolicyId);
 }
 
-async function countFailure(core: LoginDeps, authenticator: Entity): Promise<void> {
+async function countFailure(core: LoginDeps, authenticator: Authenticator): Promise<void> {
   const locked = await countWrongPassword(core.kernel, core.clock, authenticator.id);
   if (locked) core.log.warn({ identityId: locked }, 'identity locked after wrong passwords');
 }
@@ -186,8 +189,8 @@ async function byExternalJwt(): Promise<never> {
   throw invalidAuth('no external JWT signer accepts the token');
 }
 
-async function usableIdentity(core: LoginDeps, authenticator: Entity): Promise<Entity> {
-  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, authenticator.identityId as string);
+async function usableIdentity(core: LoginDeps, authenticator: Authenticator): Promise<Identity> {
+  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, authenticator.identityId);
   if (!identity) throw invalidAuth();
   const state = await core.identities.get(identity.id);
   if (!state || core.identities.isDisabled(state)) throw invalidAuth('the identity is disabled');

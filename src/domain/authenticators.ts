@@ -7,6 +7,7 @@ import { ApiError, fieldError, notFound } from '../errors.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
 import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
 import type { Entity, ListQuery } from '../store/repository.js';
+import type { EntityOf } from '../resources/index.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
 import { assertMayManage } from './identities.js';
@@ -92,7 +93,7 @@ export async function listOwnAuthenticators(
 }
 
 /** The caller's own authenticator; another identity's is NOT_FOUND, as if it did not exist. */
-export async function ownAuthenticator(resources: Resources, identityId: string, id: string): Promise<Entity> {
+export async function ownAuthenticator(resources: Resources, identityId: string, id: string): Promise<EntityOf<'authenticators'>> {
   const entity = await resources.get('authenticators').repo.get(resources.store.db, id);
   if (!entity || entity.identityId !== identityId) throw notFound('authenticator', id);
   return entity;
@@ -122,7 +123,7 @@ export interface OwnAuthenticatorChange {
  * throws INVALID_AUTH naming currentPassword. Given by the login path, which throttles and counts
  * these checks as it does failed logins.
  */
-export type CurrentPasswordCheck = (authenticator: Entity, currentPassword: string) => Promise<void>;
+export type CurrentPasswordCheck = (authenticator: EntityOf<'authenticators'>, currentPassword: string) => Promise<void>;
 
 /**
  * An identity changes its own authenticator: only one of its own (another is NOT_FOUND), only a

@@ -73,7 +73,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       reply.header('overlay-session', result.token).header('cache-control', 'no-store');
       expiryHeaders(core, reply, result.session);
       return envelope({
-        ...sessionAnswer(core.sessions, result.session, result.identity.name as string, core.clock()),
+        ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock()),
         token: result.token,
       });
     },
