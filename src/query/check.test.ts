@@ -75,6 +75,7 @@ describe('checkQuery refuses misuse with INVALID_FILTER naming field and positio
     ['name2 = "x"', 1, 'unknown field "name2"'],
     ['Name = "x"', 1, 'unknown field "Name"'],
     ['name.first = "x"', 1, 'unknown field "name.first"'],
+    ['tagsx = "x"', 1, 'unknown field "tagsx"'],
     ['secret', 1, 'unknown field "secret"'],
     ['isEmpty(hidden)', 9, 'unknown field "hidden"'],
     ['anyOf(hidden) = "a"', 7, 'unknown field "hidden"'],
@@ -105,6 +106,7 @@ describe('checkQuery refuses misuse with INVALID_FILTER naming field and positio
     ['tags.x > true', 8, '">" is not supported on tag "tags.x" with a boolean; use = or !='],
     ['tags.x in ["a", true]', 17, 'is compared with a string here, found true'],
     ['tags.x between false and true', 16, 'a string here'],
+    ['tags.x between "a" and true', 24, 'is compared with a string here, found true'],
     ['tags.x contains true', 17, '"contains" takes a string, found true'],
     ['tags.x', 1, 'tag "tags.x" needs a comparison, e.g. tags.x = true'],
     // literal types
@@ -146,6 +148,20 @@ describe('checkQuery refuses misuse with INVALID_FILTER naming field and positio
     expect((err.cause as { reason: string }).reason).toContain(fragment);
   });
 
+  it.each([
+    ['count(roleAttributes) = null', 'at character 25: count(roleAttributes) is never null'],
+    ['allOf(roleAttributes) != null', 'at character 26: allOf(roleAttributes) is never null; use isEmpty(roleAttributes)'],
+    ['isSystem between false and true', 'at character 10: "between" is not supported on "isSystem" (boolean); use = or !='],
+    ['tags.on >= false', 'at character 9: ">=" is not supported on tag "tags.on" with a boolean; use = or !='],
+  ])('states the whole reason: %j', (text, reason) => {
+    expect((apiError(() => check(text)).cause as { reason: string }).reason).toBe(reason);
+  });
+
+  it('names no filterable fields when a resource has none', () => {
+    const err = apiError(() => checkQuery(parseFilter('name = "a"'), new Map(), sortable));
+    expect(err.message).toBe('invalid filter at character 1: unknown field "name"');
+  });
+
   it('lists the filterable fields when a name is unknown', () => {
     const err = apiError(() => check('nope = 1'));
     expect(err.message).toContain('(filterable fields: createdAt, id, isSystem, name, roleAttributes, score, size, tags)');
@@ -155,8 +171,28 @@ describe('checkQuery refuses misuse with INVALID_FILTER naming field and positio
     const q = parseFilter('password = "x"');
     const err = apiError(() => compileWhere(q.where!, symbols, sqliteFlavor));
     expect(err.code).toBe('INVALID_FILTER');
+    expect(err.message).toMatch(/^invalid filter at character 1: /);
+    expect(err.cause).toMatchObject({ field: 'filter' });
     expect(position(err)).toBe(1);
     expect(err.message).toContain('unknown field "password"');
+  });
+
+  it('compileWhere refuses a tree the compiler could translate but the checker does not allow', () => {
+    const q = parseFilter('name = 1');
+    const err = apiError(() => compileWhere(q.where!, symbols, sqliteFlavor));
+    expect(err.code).toBe('INVALID_FILTER');
+    expect(position(err)).toBe(8);
+  });
+
+  it('passes errors other than filter problems through unchanged', () => {
+    const failure = new Error('flavor failed');
+    const failing = {
+      ...sqliteFlavor,
+      contains: () => {
+        throw failure;
+      },
+    };
+    expect(() => compileWhere(parseFilter('name contains "a"').where!, symbols, failing)).toThrow(failure);
   });
 });
 
@@ -183,6 +219,11 @@ describe('checkQuery refuses bad sort keys with INVALID_SORT_IDENTIFIER', () => 
     expect(position(err)).toBe(11);
     expect(err.cause).toMatchObject({ field: 'sort', value: 'name desc,score' });
     expect((err.cause as { reason: string }).reason).toContain('field "score" cannot be sorted on');
+  });
+
+  it('names no sortable fields when a resource has none', () => {
+    const err = apiError(() => checkQuery({ sort: parseSort('name') }, symbols, new Set()));
+    expect(err.message).toBe('invalid sort at character 1: field "name" cannot be sorted on');
   });
 
   it('for keys built in code', () => {

@@ -84,6 +84,7 @@ export function resolveSubject(subject: Subject, symbols: FilterSymbols): Resolv
     if (field.type === 'tags') throw bareTags(ref);
     return { kind: 'scalar', field, type: field.type };
   }
+  // Stryker: a key only comes with a tags field, so `field.type !== 'set'` alone decides (here and in resolveSet).
   if (key !== undefined || field.type !== 'set') setOnly(subject.kind, ref, field, subject.pos);
   return subject.kind === 'count' ? { kind: 'count', field } : { kind: 'element', field, quantifier: subject.kind };
 }

@@ -57,6 +57,7 @@ class Compiler {
       case 'and':
       case 'or': {
         const parts = e.operands.map((operand) => this.compile(operand, negate));
+        // Stryker: join() only tells 'and' from anything else, so the 'or' literal is not looked at.
         const op = (e.kind === 'and') !== negate ? 'and' : 'or';
         return join(parts, op);
       }
@@ -76,6 +77,9 @@ class Compiler {
     }
   }
 
+  // Stryker: the type given to scalar() matters only when it is 'datetime' (see param), so the literal
+  // types of count, tag and element tests are not looked at; and `lit` matters only for = / != and
+  // contains, since the checker refuses null and booleans in a tag's list or range.
   private subjectExpr(e: SubjectExpr, negate: boolean): Bool {
     const r = resolveSubject(e.subject, this.symbols);
     const column = sql.ref(r.field.column);
@@ -134,6 +138,7 @@ class Compiler {
         const value = this.param(e.value, type);
         if (e.op === '!=') return [COMPARE['='](subject, value), true];
         const compare = COMPARE[e.op];
+        // Stryker: unreachable after the parser and checker (as are the two throws in param); kept as guards.
         if (compare === undefined) throw new Error(`unsupported operator ${JSON.stringify(e.op)}`);
         return [compare(subject, value), false];
       }
@@ -171,6 +176,7 @@ class Compiler {
   }
 }
 
+// Stryker: only called for a comparison with null, so the kind test is for clarity.
 function isNullWanted(e: SubjectExpr, negate: boolean): boolean {
   return e.kind === 'compare' && (e.op === '=') !== negate;
 }

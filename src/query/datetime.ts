@@ -39,6 +39,7 @@ export function normaliseDateTime(text: string): string | undefined {
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day);
   date.setUTCHours(hour, minute - offsetMinutes, second, millis);
+  // Stryker: with the fields checked above the date is always valid; a guard only.
   if (Number.isNaN(date.getTime())) return undefined;
   const iso = date.toISOString();
   return STORED.test(iso) ? iso : undefined;

@@ -73,11 +73,14 @@ export class Lexer {
   next(): Token {
     const src = this.src;
     const n = src.length;
+    // Stryker: past the end src[k] is undefined, which no character test here accepts, so dropping or
+    // loosening the `< n` bounds of `at` and of the loops below (and the `>= n` of strings) changes nothing.
     const at = (k: number): string => (k < n ? src[k]! : '');
     let i = this.i;
     while (i < n && isSpace(src[i]!)) i++;
     if (i >= n) {
       this.i = n;
+      // Stryker: the text of eof and string tokens is never read (messages use `end of` and `str`).
       return { kind: 'eof', text: '', pos: n };
     }
     const start = i;
@@ -150,6 +153,7 @@ export class Lexer {
         let j = i;
         while (j < n && isSpace(src[j]!)) j++;
         if (at(j) === '(') {
+          // Stryker: src[j - 1] and src[j] are never ")", and close > j > 0, so `j - 1` or `<= 0` is the same.
           const close = src.indexOf(')', j + 1);
           if (close < 0) throw new QueryProblem(start, 'unterminated datetime(...): the closing ")" is missing');
           const raw = src.slice(j + 1, close);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Expr, Literal, Subject } from './ast.js';
-import { MAX_ARRAY_ITEMS, MAX_DEPTH, MAX_PREDICATES, normaliseDateTime, parseFilter, parseSort } from './index.js';
+import { MAX_ARRAY_ITEMS, MAX_DEPTH, MAX_PREDICATES, MAX_VALUES, normaliseDateTime, parseFilter, parseSort } from './index.js';
 import { apiError, position } from './expect-error.test-support.js';
 
 // A compact rendering of the tree, so expectations read like the filter they describe.
@@ -72,7 +72,10 @@ describe('parseFilter: operators and literals', () => {
     ['name != NULL', '(!= name null)'],
     ['createdAt > datetime(2026-01-02T03:04:05Z)', '(> createdAt dt:2026-01-02T03:04:05.000Z)'],
     ['createdAt > DateTime( 2026-01-02t03:04:05.1234+02:30 )', '(> createdAt dt:2026-01-02T00:34:05.123Z)'],
+    ['createdAt > datetime (2026-01-02T03:04:05Z)', '(> createdAt dt:2026-01-02T03:04:05.000Z)'],
     ['createdAt = "2026-01-02T03:04:05Z"', '(= createdAt "2026-01-02T03:04:05Z")'],
+    // "datetime" not followed by "(" is a name like any other
+    ['datetime = 1', '(= datetime 1)'],
     ['name in ["a", "b"]', '(in name ["a" "b"])'],
     ['size in [1,2,3]', '(in size [1 2 3])'],
     ['size not in [1, 2]', '(not-in size [1 2])'],
@@ -129,6 +132,18 @@ describe('parseFilter: precedence, parentheses, keyword case', () => {
 
   it('keeps field names case-sensitive', () => {
     expect(where('Name = "a"')).toBe('(= Name "a")');
+    expect(where('Zeta_9 = "a" and _z')).toBe('(and (= Zeta_9 "a") _z)');
+  });
+});
+
+describe('parseFilter: number literals', () => {
+  it.each([
+    ['3', 3, true],
+    ['-0', -0, true],
+    ['1.5', 1.5, false],
+    ['2.0', 2, false],
+  ])('%s', (source, value, integer) => {
+    expect(parseFilter(`size = ${source}`).where).toMatchObject({ value: { kind: 'number', value, integer } });
   });
 });
 
@@ -191,6 +206,15 @@ describe('parseFilter: trailing clauses', () => {
     expect(q.limit).toBe(10);
   });
 
+  it('says the clauses come in order only when a clause word is out of place', () => {
+    const reason = (text: string) => (apiError(() => parseFilter(text)).cause as { reason: string }).reason;
+    expect(reason('limit 5 name = "a"')).toBe('at character 9: expected end of filter, found "name"');
+    expect(reason('limit 1 limit 2')).toBe(
+      'at character 9: expected end of filter, found keyword "limit" (clauses come once each, in the order sort by, skip, limit)',
+    );
+    expect(reason('skip 1 sort by x')).toMatch(/found keyword "sort" \(clauses come once each/);
+  });
+
   it('records where each sort key was written', () => {
     const text = 'x sort by name, id desc';
     expect(parseFilter(text).sort).toEqual([
@@ -205,21 +229,26 @@ describe('parseFilter: errors name the character position (1-based)', () => {
     // lexical
     ['name = "abc', 8, 'unterminated string'],
     ['name = "a\\x"', 10, 'invalid escape \\x'],
-    ['name = "a\\', 10, 'invalid escape'],
+    ['name = "a\\', 10, 'invalid escape \\ at the end of the text in string'],
     ['name ! "a"', 6, 'unexpected "!"'],
     ["name = 'a'", 8, 'unexpected character "\'"'],
     ['name = 1.', 8, 'invalid number "1."'],
     ['name = 12abc', 8, 'invalid number "12abc"'],
+    ['name = 12abc and x', 8, 'invalid number "12abc"'],
     ['name = 1.2.3', 8, 'invalid number "1.2.3"'],
     ['name = .5', 8, 'unexpected character "."'],
     ['name = 99999999999999999999', 8, 'out of range'],
     ['name = - 1', 8, 'unexpected character "-"'],
     ['name = "a" ; x', 12, 'unexpected character ";"'],
-    ['tags. = "a"', 6, 'expected a name after "."'],
+    ['name ~ 1', 6, 'unexpected character "~"'],
+    ['é = 1', 1, 'unexpected character "é"'],
+    ['[x] = 1', 1, 'expected a field name, "not" or "(", found "["'],
+    ['tags. = "a"', 6, 'expected a name after "." in "tags."'],
     ['createdAt = datetime(2026-01-02T03:04:05Z', 13, 'unterminated datetime'],
     ['createdAt = datetime(2026-13-02T03:04:05Z)', 22, 'invalid datetime "2026-13-02T03:04:05Z"'],
     ['createdAt = datetime(2026-01-02T03:04:05)', 22, 'invalid datetime'],
     ['createdAt = datetime( yesterday )', 23, 'invalid datetime "yesterday"'],
+    ['createdAt = datetime(  yesterday )', 24, 'invalid datetime "yesterday"'],
     // syntax
     ['name =', 7, 'expected a value after "=" (a string, number, true, false, null or datetime(...)), found end of filter'],
     ['name == "a"', 7, 'expected a value after "="'],
@@ -233,6 +262,7 @@ describe('parseFilter: errors name the character position (1-based)', () => {
     ['and = 1', 1, 'expected a field name, "not" or "(", found keyword "and"'],
     ['= 1', 1, 'expected a field name'],
     ['"name" = "a"', 1, 'expected a field name, "not" or "(", found string "name"'],
+    ['datetime(2026-01-01T00:00:00Z) = 1', 1, 'expected a field name, "not" or "(", found "datetime(2026-01-01T00:00:00Z)"'],
     ['name = "a" and', 15, 'expected a field name, "not" or "(", found end of filter'],
     ['name = "a" or or b', 15, 'found keyword "or"'],
     ['not', 4, 'found end of filter'],
@@ -249,6 +279,7 @@ describe('parseFilter: errors name the character position (1-based)', () => {
     ['size between and 2', 14, 'expected a lower bound after "between"'],
     ['size between 1 and', 19, 'expected an upper bound after "and"'],
     ['name contains', 14, 'expected a value after "contains"'],
+    ['name icontains', 15, 'expected a value after "icontains"'],
     ['foo(x) = 1', 1, 'unknown function "foo" (expected anyOf, allOf, count or isEmpty)'],
     ['anyOf(roleAttributes)', 22, 'expected a comparison after anyOf(roleAttributes), found end of filter'],
     ['count(roleAttributes) and x', 23, 'expected a comparison after count(roleAttributes)'],
@@ -299,6 +330,12 @@ describe('parseFilter: bounds', () => {
     expect(err.message).toContain('nested too deeply');
   });
 
+  it('counts the depth of nesting, not the number of parentheses', () => {
+    const groups = Array.from({ length: MAX_DEPTH * 2 }, (_, i) => `(x${i})`).join(' and ');
+    expect(where(groups)).toMatch(/^\(and x0 x1 /);
+    expect(where(`${'not (a) and '.repeat(MAX_DEPTH)}b`)).toMatch(/^\(and \(not a\)/);
+  });
+
   it('counts "not" towards the nesting depth', () => {
     expect(where(`${'not '.repeat(MAX_DEPTH)}a`)).toMatch(/^\(not /);
     const err = apiError(() => parseFilter(`${'not '.repeat(MAX_DEPTH + 1)}a`));
@@ -328,6 +365,41 @@ describe('parseFilter: bounds', () => {
     expect((q.where as { operands: unknown[] }).operands).toHaveLength(MAX_PREDICATES);
     const err = apiError(() => parseFilter(chain(MAX_PREDICATES + 1)));
     expect(err.message).toContain('too many conditions');
+  });
+
+  it('counts isEmpty(...) as a condition', () => {
+    const chain = (n: number) => Array.from({ length: n }, () => 'isEmpty(roleAttributes)').join(' or ');
+    expect((parseFilter(chain(MAX_PREDICATES)).where as { operands: unknown[] }).operands).toHaveLength(MAX_PREDICATES);
+    const err = apiError(() => parseFilter(chain(MAX_PREDICATES + 1)));
+    expect(err.message).toContain(`filter has too many conditions (at most ${MAX_PREDICATES})`);
+    expect(position(err)).toBe(MAX_PREDICATES * 'isEmpty(roleAttributes) or '.length + 1);
+  });
+
+  it(`accepts ${MAX_VALUES} literal values and refuses one more`, () => {
+    // Lists of at most MAX_ARRAY_ITEMS items, so only the total of values is over a bound.
+    const lists = (n: number) => {
+      const out: string[] = [];
+      for (let left = n; left > 0; left -= MAX_ARRAY_ITEMS) {
+        const items = Array.from({ length: Math.min(left, MAX_ARRAY_ITEMS) }, (_, i) => String(i));
+        out.push(`size in [${items.join(',')}]`);
+      }
+      return out.join(' or ');
+    };
+    expect(parseFilter(lists(MAX_VALUES)).where).toMatchObject({ kind: 'or' });
+    const text = lists(MAX_VALUES + 1);
+    const err = apiError(() => parseFilter(text));
+    expect(err.message).toContain(`filter has too many values (at most ${MAX_VALUES})`);
+    expect(position(err)).toBe(text.lastIndexOf('[0]') + 2);
+  });
+
+  it(`accepts ${MAX_ARRAY_ITEMS} sort fields and refuses one more`, () => {
+    const sortBy = (n: number) => `sort by ${Array.from({ length: n }, (_, i) => `f${i}`).join(', ')}`;
+    expect(parseFilter(sortBy(MAX_ARRAY_ITEMS)).sort).toHaveLength(MAX_ARRAY_ITEMS);
+    const text = sortBy(MAX_ARRAY_ITEMS + 1);
+    const err = apiError(() => parseFilter(text));
+    expect(err.message).toContain(`too many sort fields (at most ${MAX_ARRAY_ITEMS})`);
+    expect(position(err)).toBe(text.indexOf(`f${MAX_ARRAY_ITEMS}`) + 1);
+    expect(apiError(() => parseSort(text.slice('sort by '.length))).code).toBe('INVALID_SORT_IDENTIFIER');
   });
 
   it('keeps long and/or chains flat', () => {
@@ -388,6 +460,12 @@ describe('normaliseDateTime', () => {
     ['2025-12-31T23:30:00-01:30', '2026-01-01T01:00:00.000Z'],
     ['2024-02-29T00:00:00Z', '2024-02-29T00:00:00.000Z'],
     ['0050-06-01T00:00:00Z', '0050-06-01T00:00:00.000Z'],
+    // leap years: every 4th, not every 100th, but every 400th
+    ['2000-02-29T00:00:00Z', '2000-02-29T00:00:00.000Z'],
+    // the largest field values
+    ['2026-12-31T23:59:59Z', '2026-12-31T23:59:59.000Z'],
+    ['2026-01-01T23:59:59+23:59', '2026-01-01T00:00:59.000Z'],
+    ['2026-01-01T00:00:00-00:59', '2026-01-01T00:59:00.000Z'],
   ])('%s → %s', (input, output) => {
     expect(normaliseDateTime(input)).toBe(output);
   });
@@ -404,6 +482,9 @@ describe('normaliseDateTime', () => {
     '2026-01-01T00:60:00Z',
     '2026-01-01T00:00:60Z',
     '2026-01-01T00:00:00+24:00',
+    '2026-01-01T00:00:00+01:60',
+    '1900-02-29T00:00:00Z',
+    '2026-00-10T00:00:00Z',
     '2026-01-01T00:00:00.Z',
     '2026-01-01T00:00:00.1234567890Z',
     '0000-01-01T00:00:00+01:00',

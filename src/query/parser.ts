@@ -73,6 +73,7 @@ function describe(tok: Token, source: Source): string {
     case 'eof':
       return `end of ${source}`;
     case 'string':
+      // Stryker: a string token always has `str`; the datetime case below gives what the default would.
       return `string ${quote(tok.str ?? '')}`;
     case 'number':
       return `number ${tok.text}`;
@@ -109,10 +110,12 @@ class Parser {
 
   private next(): Token {
     const tok = this.current;
+    // Stryker: after the end the lexer answers eof again, so the test only saves a call.
     if (tok.kind !== 'eof') this.current = this.lexer.next();
     return tok;
   }
 
+  // Stryker: only an ident's text can spell a keyword, so the kind test is for clarity.
   private isKw(word: string, tok: Token = this.peek()): boolean {
     return tok.kind === 'ident' && tok.text.toLowerCase() === word;
   }
@@ -423,6 +426,7 @@ class Parser {
 }
 
 function listOf(items: string[]): string {
+  // Stryker: the separator of at most one item is never seen.
   if (items.length <= 1) return items.join('');
   return `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
 }
