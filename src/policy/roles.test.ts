@@ -8,7 +8,7 @@ describe('parseRoles', () => {
     ['attributes and ids', ['#a', '@x', '#b', '@y'], { all: false, attributes: ['a', 'b'], ids: ['x', 'y'] }],
     ['#all', ['#all'], { all: true, attributes: [], ids: [] }],
     ['duplicates collapse', ['#a', '#a', '@x', '@x'], { all: false, attributes: ['a'], ids: ['x'] }],
-    ['non-roles are ignored', ['a', '#', '@', ''], { all: false, attributes: [], ids: [] }],
+    ['non-roles are ignored', ['a', 'xy', '!x', '#', '@', ''], { all: false, attributes: [], ids: [] }],
     ['#All is an ordinary attribute', ['#All'], { all: false, attributes: ['All'], ids: [] }],
   ])('%s', (_name, roles, expected) => {
     expect(parseRoles(roles)).toEqual(expected);
@@ -100,6 +100,7 @@ describe('rolesDisplay', () => {
       ],
     ],
     ['unknown id shows the role itself', ['@gone'], [{ role: '@gone', name: '@gone' }]],
+    ['an attribute spelled like an entity id shows itself', ['#x1', 'x1'], [{ role: '#x1', name: '#x1' }, { role: 'x1', name: 'x1' }]],
   ])('%s', (_name, roles, expected) => {
     expect(rolesDisplay(roles, names)).toEqual(expected);
   });

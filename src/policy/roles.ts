@@ -37,6 +37,7 @@ export function parseRoles(roles: readonly string[] | null | undefined): ParsedR
   const attributes = new Set<string>();
   const ids = new Set<string>();
   let all = false;
+  // Stryker: a placeholder entry for a null list has no prefix, so it is ignored like any non-role.
   for (const role of roles ?? []) {
     if (role === ALL_ROLE) all = true;
     else if (role.length > 1 && role.startsWith('#')) attributes.add(role.slice(1));
@@ -82,6 +83,7 @@ export function matchesParsed(
  * `#attr` and the entity carries all of them; or AnyOf and the entity carries at least one.
  */
 export function matches(policy: RolePolicy, entity: RoleEntity): boolean {
+  // Stryker: a placeholder attribute for a null list is told apart only by a role naming that text.
   return matchesParsed(policy.semantic, parseRoles(policy.roles), entity.id, new Set(entity.roleAttributes ?? []));
 }
 
@@ -96,6 +98,7 @@ export function rolesDisplay(
   namesById: ReadonlyMap<string, string>,
 ): RoleDisplay[] {
   return (roles ?? []).map((role) => {
+    // Stryker: without the length test a lone "@" looks up the empty id, which no entity has.
     if (role.length > 1 && role.startsWith('@')) {
       const name = namesById.get(role.slice(1));
       return { role, name: name === undefined ? role : `@${name}` };
