@@ -30,6 +30,8 @@ export default {
   thresholds: { high: 90, low: 85, break: null },
   concurrency: 2,
   timeoutMS: 30_000,
+  // The first run is the whole suite with per-test coverage: minutes, more on a loaded machine.
+  dryRunTimeoutMinutes: 60,
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
 };
