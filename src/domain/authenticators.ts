@@ -1,8 +1,7 @@
 // Authenticators beyond CRUD: the rules of each method, password hashing under the identity's
 // auth policy and certificate fingerprints (the count of wrong passwords that locks an identity is
-// auth/lockout.ts), the authenticators of one identity, and what an identity may change on its own.
+// auth/lockout.ts), the caller's own authenticators, and what an identity may change on its own.
 // Passwords and hashes never leave this module.
-import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
 import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
@@ -11,6 +10,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
 import { assertMayManage } from './identities.js';
+import { relationOf } from './related.js';
 
 function certificateFingerprint(pem: unknown): string {
   if (typeof pem !== 'string' || pem.trim() === '') throw fieldError('certPem', 'is required for method cert');
@@ -72,16 +72,8 @@ export function authenticatorBehaviour(): ResourceBehaviour {
 
 // ---- the authenticators of one identity ------------------------------------------------------------
 
-function ownedBy(identityId: string) {
-  return sql<SqlBool>`identity_id = ${identityId}`;
-}
-
-/** Every authenticator of an identity, by id; NOT_FOUND when there is no such identity. */
-export async function identityAuthenticators(resources: Resources, identityId: string): Promise<Answer[]> {
-  await resources.get('identities').ensureExists(identityId);
-  const { items } = await resources.get('authenticators').list({ scope: ownedBy(identityId), sort: [], offset: 0, limit: null });
-  return items;
-}
+/** The related list identities/authenticators, whose scope is an identity's own. */
+const authenticatorsOfIdentity = relationOf('identities', 'authenticators');
 
 /** A page of the caller's own authenticators: scoped to the caller before any filter. */
 export async function listOwnAuthenticators(
@@ -89,7 +81,7 @@ export async function listOwnAuthenticators(
   identityId: string,
   q: ListQuery,
 ): Promise<{ items: Answer[]; total: number }> {
-  return resources.get('authenticators').list({ ...q, scope: ownedBy(identityId) });
+  return resources.get('authenticators').list({ ...q, scope: authenticatorsOfIdentity.scope(identityId) });
 }
 
 /** The caller's own authenticator; another identity's is NOT_FOUND, as if it did not exist. */

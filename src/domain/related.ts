@@ -1,9 +1,10 @@
 // Related lists (`/<collection>/{id}/<related>`) and the role attribute lists, read from the policy
-// link tables the policy engine keeps exact and from the role attribute index. A related list is the
-// related resource's own list narrowed by a scope: an `id in (subquery)` over the link tables, so a
-// filter can narrow it but never widen it, and "what identity I reaches" is an indexed join, never a
-// materialised identity × service table. Which lists exist, and over which link tables, is what the
-// resource definitions declare (resources/relations.ts).
+// link tables the policy engine keeps exact, the other link tables, references and the role
+// attribute index. A related list is the related resource's own list narrowed by a scope (a reference
+// equal to the entity's id, or an `id in (subquery)` over link tables), so a filter can narrow it but
+// never widen it, and "what identity I reaches" is an indexed join, never a materialised identity ×
+// service table. Which lists exist, and over what, is what the resource definitions declare
+// (resources/relations.ts).
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import { fieldError } from '../errors.js';
 import type { FilterSpec } from '../resources/kit.js';
@@ -17,6 +18,7 @@ import {
   type RoleKind,
   type RoleListSpec,
 } from '../resources/relations.js';
+import { tableOf } from '../resources/index.js';
 import type { ListQuery } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import type { Resources } from './resources.js';
@@ -74,21 +76,34 @@ export interface Relation {
   sub: string;
   child: string;
   operationId: string;
+  /** The permission group whose read the list takes; null: administrators only. */
+  permission: string | null;
   /** Takes `policyType=dial|bind`. */
   policyType?: boolean;
-  /** The child ids related to `parentId`, as a subquery. */
-  ids(parentId: string, type?: PolicyType): RawBuilder<unknown>;
+  /** The entities of `child` related to `parentId`: the scope of the child's list. */
+  scope(parentId: string, type?: PolicyType): Expression<SqlBool>;
 }
 
-function idsOf(spec: RelatedSpec): Relation['ids'] {
+function scopeOf(spec: RelatedSpec): Relation['scope'] {
+  const table = tableOf(spec.child);
   switch (spec.via) {
+    case 'reference': {
+      const column = sql.ref(`${table}.${spec.column}`);
+      return (id) => sql<SqlBool>`${column} = ${id}`;
+    }
+    case 'link': {
+      const { parentColumn, childColumn } = spec;
+      const linkTable = sql.table(spec.link.table);
+      return (id) => idIn(table, sql`select ${col('l', childColumn)} from ${linkTable} as l where ${col('l', parentColumn)} = ${id}`);
+    }
     case 'policies':
-      return (id) => entityPolicies(link(spec.list), id);
+      return (id) => idIn(table, entityPolicies(link(spec.list), id));
     case 'members':
-      return (id) => policyMembers(link(spec.list), id);
+      return (id) => idIn(table, policyMembers(link(spec.list), id));
     case 'policy': {
       const policyTable = policySpecOf(spec.from.collection).table;
-      return (id, type) => reachable(link(spec.from), link(spec.to), id, spec.policyType && type ? { policyTable, type } : undefined);
+      return (id, type) =>
+        idIn(table, reachable(link(spec.from), link(spec.to), id, spec.policyType && type ? { policyTable, type } : undefined));
     }
   }
 }
@@ -99,9 +114,17 @@ export const RELATIONS: readonly Relation[] = RELATED_LISTS.map((spec) => ({
   sub: spec.child,
   child: spec.child,
   operationId: spec.operationId,
+  permission: spec.permission,
   ...(spec.policyType ? { policyType: true } : {}),
-  ids: idsOf(spec),
+  scope: scopeOf(spec),
 }));
+
+/** The related list `/<parent>/{id}/<sub>`; throws for one the definitions do not declare. */
+export function relationOf(parent: string, sub: string): Relation {
+  const found = RELATIONS.find((r) => r.parent === parent && r.sub === sub);
+  if (!found) throw new Error(`related: no related list ${parent}/${sub}`);
+  return found;
+}
 
 /** `policyType` of a related list: dial or bind (any case); absent means either. */
 export function parsePolicyType(raw: unknown): PolicyType | undefined {

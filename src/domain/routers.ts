@@ -3,7 +3,6 @@
 // terminator secrets kept only as a hash.
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { PolicyLinks } from '../policy/links.js';
@@ -11,6 +10,7 @@ import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
+import { relationOf } from './related.js';
 import { computed, type Answer, type ResourceBehaviour, type ResourceService, type WriteContext } from './resources.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
@@ -205,13 +205,18 @@ const terminatorReadFields = computed(
   },
 );
 
-/** A page of a service's terminators (the terminator list scoped to the service, before any filter). */
+const serviceTerminators = relationOf('services', 'terminators');
+
+/**
+ * A page of a service's terminators (the terminator list scoped to the service, before any filter),
+ * as the management related list answers it, for the client API.
+ */
 export async function listServiceTerminators(
   terminators: ResourceService,
   serviceId: string,
   q: ListQuery,
 ): Promise<{ items: Answer[]; total: number }> {
-  return terminators.list({ ...q, scope: sql<SqlBool>`${sql.ref('terminators.service_id')} = ${serviceId}` });
+  return terminators.list({ ...q, scope: serviceTerminators.scope(serviceId) });
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

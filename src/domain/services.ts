@@ -3,9 +3,10 @@
 import { Type } from '@sinclair/typebox';
 import type { SqlFlavor } from '../query/flavor.js';
 import type { ValidateFunction } from 'ajv';
-import { sql, type Expression, type SqlBool } from 'kysely';
+import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { entityRef } from '../resources/kit.js';
+import { linkListOf } from '../resources/relations.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
@@ -19,6 +20,11 @@ import { computed, type Actor, type Answer, type ResourceBehaviour, type Resourc
 /** The terminator strategies a router knows; a typo would leave a service without routing. */
 export const TERMINATOR_STRATEGIES = ['smartrouting', 'weighted', 'random', 'sticky'] as const;
 const DEFAULT_STRATEGY = 'smartrouting';
+
+/** The link table the `configs` of services are kept in, as the services definition declares it. */
+const SERVICE_CONFIGS = linkListOf('services', 'configs');
+const SERVICE_ID = SERVICE_CONFIGS.owner.column;
+const CONFIG_ID = SERVICE_CONFIGS.member.column;
 
 /** Configs checked per round when a schema change is weighed against the stored configs. */
 const CHECK_BATCH = 500;
@@ -102,7 +108,7 @@ async function assertConfigsStillValid(ctx: WriteContext, typeId: string, valida
 /** Whether a config of the type is attached to a service (directly or as an identity override). */
 async function typeUsedByServices(tx: Tx, typeId: string): Promise<boolean> {
   const ofType = tx.selectFrom('configs').select('id').where('config_type_id', '=', typeId);
-  const direct = await tx.selectFrom('service_configs').select('config_id').where('config_id', 'in', ofType).limit(1).executeTakeFirst();
+  const direct = await tx.selectFrom(SERVICE_CONFIGS.table).select(CONFIG_ID).where(CONFIG_ID, 'in', ofType).limit(1).executeTakeFirst();
   if (direct) return true;
   const override = await tx
     .selectFrom('identity_service_configs')
@@ -179,11 +185,11 @@ async function configUse(
   flavor: SqlFlavor,
   configId: string,
 ): Promise<{ services: number; overrides: number; edgeRouters: number }> {
-  const count = async (table: string) => {
+  const count = async (table: string, column: string) => {
     const row = await ex
       .selectFrom(table)
       .select(sql<number>`count(*)`.as('n'))
-      .where('config_id', '=', configId)
+      .where(column, '=', configId)
       .executeTakeFirstOrThrow();
     return Number(row.n);
   };
@@ -193,8 +199,8 @@ async function configUse(
     .where(flavor.arraySome(sql.ref('edge_routers.configs'), (element) => sql<SqlBool>`${element} = ${configId}`))
     .executeTakeFirstOrThrow();
   return {
-    services: await count('service_configs'),
-    overrides: await count('identity_service_configs'),
+    services: await count(SERVICE_CONFIGS.table, CONFIG_ID),
+    overrides: await count('identity_service_configs', 'config_id'),
     edgeRouters: Number(routers.n),
   };
 }
@@ -274,12 +280,12 @@ export function serviceBehaviour(): ResourceBehaviour {
     },
     async afterWrite(ctx, next) {
       if (!Array.isArray(next.configs)) return;
-      await ctx.tx.deleteFrom('service_configs').where('service_id', '=', next.id).execute();
+      await ctx.tx.deleteFrom(SERVICE_CONFIGS.table).where(SERVICE_ID, '=', next.id).execute();
       const configs = next.configs as string[];
       if (configs.length > 0) {
         await ctx.tx
-          .insertInto('service_configs')
-          .values(configs.map((configId) => ({ service_id: next.id, config_id: configId })))
+          .insertInto(SERVICE_CONFIGS.table)
+          .values(configs.map((configId) => ({ [SERVICE_ID]: next.id, [CONFIG_ID]: configId })))
           .execute();
       }
     },
@@ -293,32 +299,21 @@ const serviceConfigIds = computed(
   async (ex, entities, answers) => {
     if (entities.length === 0) return;
     const rows = await ex
-      .selectFrom('service_configs')
-      .select(['service_id', 'config_id'])
-      .where('service_id', 'in', entities.map((e) => e.id))
-      .orderBy('service_id')
-      .orderBy('config_id')
+      .selectFrom(SERVICE_CONFIGS.table)
+      .select([`${SERVICE_ID} as serviceId`, `${CONFIG_ID} as configId`])
+      .where(SERVICE_ID, 'in', entities.map((e) => e.id))
+      .orderBy(SERVICE_ID)
+      .orderBy(CONFIG_ID)
       .execute();
     const byService = new Map<string, string[]>();
     for (const r of rows) {
-      const list = byService.get(r.service_id as string) ?? [];
-      list.push(r.config_id as string);
-      byService.set(r.service_id as string, list);
+      const list = byService.get(r.serviceId as string) ?? [];
+      list.push(r.configId as string);
+      byService.set(r.serviceId as string, list);
     }
     for (const [i, e] of entities.entries()) answers[i]!.configs = byService.get(e.id) ?? [];
   },
 );
-
-// ---- related lists -------------------------------------------------------------------------------
-
-/** Scopes for the related lists: configs of a service, services using a config, configs of a type. */
-export const relatedScope = {
-  configsOfService: (serviceId: string): Expression<SqlBool> =>
-    sql<SqlBool>`configs.id in (select config_id from service_configs where service_id = ${serviceId})`,
-  servicesOfConfig: (configId: string): Expression<SqlBool> =>
-    sql<SqlBool>`services.id in (select service_id from service_configs where config_id = ${configId})`,
-  configsOfType: (typeId: string): Expression<SqlBool> => sql<SqlBool>`configs.config_type_id = ${typeId}`,
-};
 
 // ---- identity service configs --------------------------------------------------------------------
 

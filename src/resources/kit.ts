@@ -87,17 +87,30 @@ export interface ResourceDef<Name extends string = string> {
    * shaped after the two (see relations.ts); the entities selected carry `roleAttributes`.
    */
   roleLists?: Readonly<Record<string, string>>;
+  /**
+   * Set fields kept in a link table of their own rather than in a column (so declared `virtual`): each
+   * field and the collection whose ids it holds. The table and its columns are named like the policy
+   * link tables (see relations.ts); related lists between the two collections go through it, both ways.
+   */
+  linkLists?: Readonly<Record<string, string>>;
   /** Related lists served at `/<name>/{id}/<collection>`, each the listed collection's own list narrowed. */
   related?: readonly RelatedListDef[];
   /** Records of several kinds in one table: the field naming the kind, and the fields each kind owns. */
   kinds?: KindsDef;
 }
 
-/** A related list: the entities of `collection` that the policy link tables relate to one entity. */
+/**
+ * A related list: the entities of `collection` related to one entity, by one of
+ * - a reference field of the listed entities naming it (`by`);
+ * - a link list of either side (`linkLists`), when one relates the two collections;
+ * - the policy link tables: the role list of a policy on either side, or `through` a policy kind.
+ */
 export interface RelatedListDef {
   /** The listed collection; also the last path segment. */
   collection: string;
   operationId: string;
+  /** The reference field of the listed entities that names the entity the list is of. */
+  by?: string;
   /**
    * Between two entity collections: the policy kind whose role lists select both. Between a policy
    * and an entity collection the policy's own role list relates them, and `through` is absent.
@@ -105,6 +118,11 @@ export interface RelatedListDef {
   through?: string;
   /** Takes `policyType=dial|bind`: only policies of that `type` relate them. */
   policyType?: boolean;
+  /**
+   * `parent`: reading the list takes the read permission of the entity it is of, not of the listed
+   * collection, as what it lists belongs to that entity (an identity's authenticators).
+   */
+  permission?: 'parent';
 }
 
 /**

@@ -1,12 +1,15 @@
-// The relations between resources, derived from the definitions' `roleLists` and `related`: each
-// policy kind's role lists and the link tables they are kept in, the kinds of entity role lists
-// select (with the role attribute lists of each), and the related lists served. Everything that
-// reads or writes a link table takes its names from here; the schema test checks the migrations
-// create exactly these tables. Pure: no store, no HTTP.
+// The relations between resources, derived from the definitions' `roleLists`, `linkLists` and
+// `related`: each policy kind's role lists and the link tables they are kept in, the kinds of entity
+// role lists select (with the role attribute lists of each), the set fields kept in link tables of
+// their own, and the related lists served. Everything that reads or writes a link table takes its
+// names from here; the schema test checks the migrations create exactly these tables. Pure: no
+// store, no HTTP.
 //
 // Names follow the labels: a role kind is the entity's label in kebab case (`edge-router`, stored in
 // role_attribute_index), a link table `<policy label>_<entity table>` with the entity column
-// `<entity label>_id`. A label is so part of the stored shape; the schema and relations tests pin it.
+// `<entity label>_id`; a link list's table likewise `<owner label>_<member table>`, with the columns
+// `<owner label>_id` and `<member label>_id`. A label is so part of the stored shape; the schema and
+// relations tests pin it.
 import { columnOf, type ResourceDef } from './kit.js';
 import { resourceDefs } from './index.js';
 
@@ -59,13 +62,40 @@ export interface LinkTableSpec {
   entity: { column: string; table: string };
 }
 
-/** One related list and where its ids come from. */
+/** One side of a link table: the column and the table its id refers to. */
+export interface LinkSide {
+  column: string;
+  table: string;
+}
+
+/**
+ * A set field kept in a link table of its own: one row per (owner, member), the pair its primary key,
+ * a reverse index, both sides cascading.
+ */
+export interface LinkListSpec {
+  /** The collection declaring the field. */
+  collection: string;
+  field: string;
+  /** The collection whose ids the field holds. */
+  holds: string;
+  table: string;
+  owner: LinkSide;
+  member: LinkSide;
+}
+
+/** One related list and where its entities come from. */
 export type RelatedSpec = {
   parent: string;
   child: string;
   operationId: string;
   policyType: boolean;
+  /** The permission group whose read it takes; null: administrators only. */
+  permission: string | null;
 } & (
+  /** The child entities whose reference `column` holds the parent's id. */
+  | { via: 'reference'; field: string; column: string }
+  /** Through a link list: the child ids in `childColumn` of the rows whose `parentColumn` is the parent. */
+  | { via: 'link'; link: LinkListSpec; parentColumn: string; childColumn: string }
   /** An entity's policies: those whose `list` selects it. */
   | { via: 'policies'; list: RoleListSpec }
   /** A policy's members: the entities its `list` selects. */
@@ -86,6 +116,8 @@ export interface Relations {
   /** The role lists that select entities of each kind, in policy order. */
   listsOfKind: Readonly<Record<RoleKind, readonly RoleListSpec[]>>;
   linkTables: readonly LinkTableSpec[];
+  /** The set fields kept in link tables of their own, in the order of the definitions. */
+  linkLists: readonly LinkListSpec[];
   /** Every related list declared, in the order of the definitions. */
   related: readonly RelatedSpec[];
 }
@@ -138,18 +170,77 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
     return found[0]!;
   };
 
+  const linkLists = defs.flatMap((def) =>
+    Object.entries(def.linkLists ?? {}).map(([field, holds]): LinkListSpec => {
+      const f = def.fields[field];
+      if (f?.kind !== 'set') throw new Error(`relations: link list ${def.name}.${field} is not a set field`);
+      if (f.virtual !== true) throw new Error(`relations: link list ${def.name}.${field} is kept in its link table, so it must be virtual`);
+      if (def.roleLists && Object.hasOwn(def.roleLists, field)) throw new Error(`relations: ${def.name}.${field} is both a role list and a link list`);
+      const member = defOf(holds);
+      // Both columns would be named after the one label.
+      if (member.name === def.name) throw new Error(`relations: link list ${def.name}.${field} holds ids of its own collection`);
+      return {
+        collection: def.name,
+        field,
+        holds,
+        table: `${snakeLabel(def)}_${member.table}`,
+        owner: { column: `${snakeLabel(def)}_id`, table: def.table },
+        member: { column: `${snakeLabel(member)}_id`, table: member.table },
+      };
+    }),
+  );
+  const policyLinkTables = Object.values(policies).flatMap((p) => p.lists.map((l) => l.linkTable));
+  for (const [i, l] of linkLists.entries()) {
+    if (policyLinkTables.includes(l.table) || linkLists.findIndex((o) => o.table === l.table) !== i) {
+      throw new Error(`relations: link list ${l.collection}.${l.field}: the link table ${l.table} is declared twice`);
+    }
+  }
+
+  /** Reference form: `by` must be a stored reference field of the child naming the parent's collection. */
+  const referenceOf = (parent: ResourceDef, child: ResourceDef, by: string) => {
+    const f = child.fields[by];
+    if (f?.kind !== 'ref' || f.virtual === true || f.ref?.collection !== parent.name) {
+      throw new Error(`relations: ${parent.name}/${child.name}: ${child.name}.${by} is not a stored reference to ${parent.name}`);
+    }
+    return { field: by, column: columnOf(by, f) };
+  };
+
   const related = defs.flatMap((parent) =>
     (parent.related ?? []).map((rel): RelatedSpec => {
-      const base = { parent: parent.name, child: rel.collection, operationId: rel.operationId, policyType: rel.policyType === true };
+      const child = defOf(rel.collection);
+      const base = {
+        parent: parent.name,
+        child: rel.collection,
+        operationId: rel.operationId,
+        policyType: rel.policyType === true,
+        permission: rel.permission === 'parent' ? parent.permission : child.permission,
+      };
+      const links = linkLists.filter(
+        (l) => (l.collection === parent.name && l.holds === child.name) || (l.collection === child.name && l.holds === parent.name),
+      );
+      const between = `${parent.name}/${rel.collection}`;
+      if (links.length > 1) throw new Error(`relations: ${between}: ${links.length} link lists relate them`);
+      const link = links[0];
+      if (link && rel.by === undefined && (rel.through !== undefined || policies[child.name] || policies[parent.name])) {
+        throw new Error(`relations: ${between}: both a link list and a policy relate them`);
+      }
       let spec: RelatedSpec;
-      if (rel.through !== undefined) {
+      if (rel.by !== undefined) {
+        if (rel.through !== undefined) throw new Error(`relations: ${between}: a reference (by) and a policy kind (through) both named`);
+        spec = { ...base, via: 'reference', ...referenceOf(parent, child, rel.by) };
+      } else if (link) {
+        const [parentSide, childSide] = link.collection === parent.name ? [link.owner, link.member] : [link.member, link.owner];
+        spec = { ...base, via: 'link', link, parentColumn: parentSide.column, childColumn: childSide.column };
+      } else if (rel.through !== undefined) {
         spec = { ...base, via: 'policy', from: listOf(rel.through, parent.name), to: listOf(rel.through, rel.collection) };
       } else if (policies[rel.collection]) {
         spec = { ...base, via: 'policies', list: listOf(rel.collection, parent.name) };
       } else if (policies[parent.name]) {
         spec = { ...base, via: 'members', list: listOf(parent.name, rel.collection) };
       } else {
-        throw new Error(`relations: ${parent.name}/${rel.collection}: neither side is a policy and no policy kind is named to go through`);
+        throw new Error(
+          `relations: ${between}: neither side is a policy, no link list relates them, no reference (by) and no policy kind to go through is named`,
+        );
       }
       if (spec.policyType && !(spec.via === 'policy' && policyOf(rel.through!).typed)) {
         throw new Error(`relations: ${parent.name}/${rel.collection}: policyType needs a policy kind with a Dial / Bind type to go through`);
@@ -171,6 +262,7 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
         entity: { column: l.linkColumn, table: tableOfKind.get(l.kind)! },
       })),
     ),
+    linkLists,
     related,
   };
 }
@@ -183,8 +275,10 @@ export const POLICY_COLLECTIONS: readonly PolicyCollection[] = relations.policyC
 export const POLICY_SPECS: Readonly<Record<PolicyCollection, PolicySpec>> = relations.policies;
 export const ROLE_KINDS: Readonly<Record<RoleKind, KindSpec>> = Object.fromEntries(relations.kinds.map((k) => [k.kind, k]));
 export const LISTS_OF_KIND: Readonly<Record<RoleKind, readonly RoleListSpec[]>> = relations.listsOfKind;
-/** Every link table, as the migrations must create it. */
+/** Every policy link table, as the migrations must create it. */
 export const LINK_TABLES: readonly LinkTableSpec[] = relations.linkTables;
+/** Every set field kept in a link table of its own, as the migrations must create the tables. */
+export const LINK_LISTS: readonly LinkListSpec[] = relations.linkLists;
 /** Every related list the definitions declare. */
 export const RELATED_LISTS: readonly RelatedSpec[] = relations.related;
 
@@ -212,4 +306,11 @@ export function roleListOf(policy: PolicyCollection, collection: string): RoleLi
   const found = policySpecOf(policy).lists.filter((l) => l.selects === collection);
   if (found.length !== 1) throw new Error(`relations: ${policy} has ${found.length} role lists selecting ${collection}`);
   return found[0]!;
+}
+
+/** The link list `field` of `collection`; throws for a field declared otherwise. */
+export function linkListOf(collection: string, field: string): LinkListSpec {
+  const spec = LINK_LISTS.find((l) => l.collection === collection && l.field === field);
+  if (!spec) throw new Error(`relations: ${collection}.${field} is not a link list`);
+  return spec;
 }

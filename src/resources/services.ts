@@ -9,6 +9,7 @@ export const configTypes = defineResource({
   table: 'config_types',
   permission: 'config-type',
   links: ['configs'],
+  related: [{ collection: 'configs', by: 'configTypeId', operationId: 'listConfigsForConfigType' }],
   fields: {
     name: field.name(),
     schema: field.json(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 1000 }), 'JSON Schema that configs of this type satisfy', {
@@ -26,6 +27,7 @@ export const configs = defineResource({
   table: 'configs',
   permission: 'config',
   links: ['services'],
+  related: [{ collection: 'services', operationId: 'listConfigServices' }],
   fields: {
     name: field.name(),
     configTypeId: field.ref('config-types', 'type of the config', { required: 'create', createOnly: true }),
@@ -42,11 +44,14 @@ export const services = defineResource({
   table: 'services',
   permission: 'service',
   links: ['service-edge-router-policies', 'service-policies', 'terminators', 'configs'],
+  linkLists: { configs: 'configs' },
   related: [
+    { collection: 'configs', operationId: 'listServiceConfig' },
     { collection: 'edge-routers', through: 'service-edge-router-policies', operationId: 'listServiceEdgeRouters' },
     { collection: 'identities', through: 'service-policies', policyType: true, operationId: 'listServiceIdentities' },
     { collection: 'service-edge-router-policies', operationId: 'listServiceServiceEdgeRouterPolicies' },
     { collection: 'service-policies', operationId: 'listServiceServicePolicies' },
+    { collection: 'terminators', by: 'service', operationId: 'listServiceTerminators' },
   ],
   fields: {
     name: field.name(),

@@ -3,12 +3,11 @@
 // while the view generations hold.
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { policySpecOf, roleListOf } from '../../resources/relations.js';
-import { services as servicesDef } from '../../resources/services.js';
 import type { Store } from '../../store/store.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
-import { idIn, RELATIONS, type PolicyType } from '../related.js';
+import { relationOf, type PolicyType } from '../related.js';
 import type { ViewGenerations } from './view-generations.js';
 
 /** A service policy granting the identity access to a service. */
@@ -63,7 +62,7 @@ const SERVICE_POLICY_LINKS = {
   postureChecks: roleListOf('service-policies', 'posture-checks'),
 };
 
-const servicesOfIdentity = RELATIONS.find((r) => r.parent === 'identities' && r.sub === 'services')!;
+const servicesOfIdentity = relationOf('identities', 'services');
 
 /** Code-unit order: the same in every locale. */
 export function compareText(a: string, b: string): number {
@@ -100,7 +99,7 @@ export class AccessViews implements Cache {
 
   /** The ids of the services an identity may dial or bind, as a subquery (the list scope). */
   static scope(identityId: string): Expression<SqlBool> {
-    return idIn(servicesDef.table, servicesOfIdentity.ids(identityId));
+    return servicesOfIdentity.scope(identityId);
   }
 
   /**

@@ -3,6 +3,7 @@
 // identity's service-config overrides.
 import type { Entity, Repository } from '../../store/repository.js';
 import type { EntityOf } from '../../resources/index.js';
+import { linkListOf } from '../../resources/relations.js';
 import type { Store } from '../../store/store.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
@@ -99,6 +100,9 @@ export class ConfigTypeCatalog implements Cache {
     return out;
   }
 }
+
+/** The link table the configs of services are kept in, as the services definition declares it. */
+const SERVICE_CONFIGS = linkListOf('services', 'configs');
 
 /** A config as a service list shows it. */
 interface ConfigEntry {
@@ -211,10 +215,10 @@ export class ServiceCatalog implements Cache {
     if (missing.length > 0) {
       for (const id of missing) own.set(id, []);
       const rows = await this.store.db
-        .selectFrom('service_configs as sc')
-        .innerJoin('configs as c', 'c.id', 'sc.config_id')
-        .select(['sc.service_id as service_id', 'c.id as config_id', 'c.config_type_id as type_id', 'c.data as data', 'c.updated_at as updated_at'])
-        .where('sc.service_id', 'in', missing)
+        .selectFrom(`${SERVICE_CONFIGS.table} as sc`)
+        .innerJoin('configs as c', 'c.id', `sc.${SERVICE_CONFIGS.member.column}`)
+        .select([`sc.${SERVICE_CONFIGS.owner.column} as service_id`, 'c.id as config_id', 'c.config_type_id as type_id', 'c.data as data', 'c.updated_at as updated_at'])
+        .where(`sc.${SERVICE_CONFIGS.owner.column}`, 'in', missing)
         .execute();
       for (const r of rows) own.get(String(r.service_id))!.push(this.entry(r));
       for (const [id, list] of own) {

@@ -2,7 +2,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
-import { identityAuthenticators } from '../../domain/authenticators.js';
 import { disableIdentity, enableIdentity } from '../../domain/identities.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { EMPTY, envelope } from '../envelope.js';
@@ -14,7 +13,7 @@ import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
 import { servicesRoutes } from './services.js';
 import { managementSessionsRoutes } from './sessions.js';
-import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
@@ -38,17 +37,6 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     sessions: core.client.sessions,
     posture: core.client.posture,
     identities: r.get('identities'),
-  });
-
-  app.get('/identities/:id/authenticators', {
-    config: { auth: routeAuth('identity', 'read') },
-    schema: {
-      operationId: 'getIdentityAuthenticators',
-      tags: ['identities'],
-      params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(r.get('authenticators').read)) },
-    },
-    handler: async (request) => envelope(await identityAuthenticators(r, (request.params as { id: string }).id)),
   });
 
   app.post('/identities/:id/disable', {

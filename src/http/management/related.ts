@@ -6,7 +6,6 @@ import type { Core } from '../../app/core.js';
 import { allows } from '../../auth/permissions.js';
 import { policyAdvice } from '../../domain/advice.js';
 import {
-  idIn,
   listRoleAttributes,
   parsePolicyType,
   RELATIONS,
@@ -74,7 +73,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
     const parent = r.get(rel.parent);
     const child = r.get(rel.child);
     app.get(`/${rel.parent}/:id/${rel.sub}`, {
-      config: { auth: routeAuth(child.def.permission, 'read') },
+      config: { auth: routeAuth(rel.permission, 'read') },
       schema: {
         operationId: rel.operationId,
         tags: [rel.parent],
@@ -89,8 +88,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         const list = parseList(query, child.filter, flavor);
         const type = rel.policyType ? parsePolicyType(query.policyType) : undefined;
         await parent.ensureExists(id);
-        const scope = idIn(child.def.table, rel.ids(id, type));
-        const { items, total } = await child.list({ ...list.query, scope });
+        const { items, total } = await child.list({ ...list.query, scope: rel.scope(id, type) });
         return envelope(items, listMeta(list, total, child.filter));
       },
     });

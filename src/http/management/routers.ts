@@ -1,20 +1,17 @@
 // Management routes of the routers area: edge routers, routers (also served as transit routers),
-// terminators and a service's terminators, posture checks and their types.
+// terminators, posture checks and their types (a service's terminators are a related list, related.ts).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { assertPostureCheckType, TypeIdBodySchema } from '../../domain/posture-checks.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { listServiceTerminators } from '../../domain/routers.js';
 import { patchSchema, updateSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
-import { listMeta, parseList } from '../list.js';
 import {
   actorOf,
   dataEnvelopeSchema,
   IdParams,
-  ListQuerySchema,
   operationId,
   registerResourceRoutes,
 } from '../resource-routes.js';
@@ -32,27 +29,6 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
 
   const terminators = r.get('terminators');
   registerResourceRoutes(app, terminators, flavor);
-
-  // A service's terminators: the terminator list scoped to the service. It shows terminators, so it
-  // takes the terminator read permission.
-  const services = r.get('services');
-  app.get('/services/:id/terminators', {
-    config: { auth: routeAuth(terminators.def.permission, 'read') },
-    schema: {
-      operationId: 'listServiceTerminators',
-      tags: ['services'],
-      params: IdParams,
-      querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(terminators.read)) },
-    },
-    handler: async (request) => {
-      const { id } = request.params as { id: string };
-      await services.ensureExists(id);
-      const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
-      const { items, total } = await listServiceTerminators(terminators, id, list.query);
-      return envelope(items, listMeta(list, total, terminators.filter));
-    },
-  });
 
   registerResourceRoutes(app, r.get('posture-check-types'), flavor);
 

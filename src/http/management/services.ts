@@ -1,25 +1,22 @@
-// Management routes of the services area: config types, configs and services (generic routes), the
-// lists relating them, and an identity's service-config overrides.
+// Management routes of the services area: config types, configs and services (generic routes) and
+// an identity's service-config overrides; the lists relating them are served with the other related
+// lists (related.ts).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
-import type { ResourceService } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import {
   associateIdentityServiceConfigs,
   disassociateIdentityServiceConfigs,
   listIdentityServiceConfigs,
   MAX_SERVICE_CONFIG_PAIRS,
-  relatedScope,
   type ServiceConfigPair,
 } from '../../domain/services.js';
 import { ApiError } from '../../errors.js';
-import type { ListQuery } from '../../store/repository.js';
 import { EntityRefSchema, MAX_NAME } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
-import { listMeta, parseList } from '../list.js';
-import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -53,37 +50,6 @@ const IdentityServiceConfigSchema = Type.Object({
   configType: EntityRefSchema,
 });
 
-interface RelatedList {
-  parent: ResourceService;
-  child: ResourceService;
-  sub: string;
-  operationId: string;
-  scope: (id: string) => NonNullable<ListQuery['scope']>;
-}
-
-/** `GET /<parent>/{id}/<sub>`: the related resources, with the child's filter, sort and paging. */
-function relatedList(app: FastifyInstance, core: Core, rel: RelatedList): void {
-  const { parent, child } = rel;
-  const flavor = core.resources.flavor;
-  app.get(`/${parent.def.name}/:id/${rel.sub}`, {
-    config: { auth: routeAuth(child.def.permission, 'read') },
-    schema: {
-      operationId: rel.operationId,
-      tags: [parent.def.name],
-      params: IdParams,
-      querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(child.read)) },
-    },
-    handler: async (request) => {
-      const { id } = request.params as { id: string };
-      const list = parseList(request.query as Record<string, unknown>, child.filter, flavor);
-      await parent.ensureExists(id);
-      const { items, total } = await child.list({ ...list.query, scope: rel.scope(id) });
-      return envelope(items, listMeta(list, total, child.filter));
-    },
-  });
-}
-
 export function servicesRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
   const flavor = r.flavor;
@@ -97,28 +63,6 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, services, flavor, {
     listQueryExtra: { ...RoleFilterQuery, ...ConfigTypesQuery },
     listScope: roleFilterScope('services', flavor),
-  });
-
-  relatedList(app, core, {
-    parent: services,
-    child: configs,
-    sub: 'configs',
-    operationId: 'listServiceConfig',
-    scope: relatedScope.configsOfService,
-  });
-  relatedList(app, core, {
-    parent: configs,
-    child: services,
-    sub: 'services',
-    operationId: 'listConfigServices',
-    scope: relatedScope.servicesOfConfig,
-  });
-  relatedList(app, core, {
-    parent: configTypes,
-    child: configs,
-    sub: 'configs',
-    operationId: 'listConfigsForConfigType',
-    scope: relatedScope.configsOfType,
   });
 
   const path = '/identities/:id/service-configs';
