@@ -1,6 +1,6 @@
 // The migrated schema must be what the resource definitions imply: same columns, nullability,
-// types, unique columns and references, and the link tables their relations imply. A definition
-// change without a migration fails here.
+// types, unique columns and references, and the link tables their relations imply (the policies'
+// role lists and the link lists). A definition change without a migration fails here.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { resourceDefs } from '../src/resources/index.js';
 import { tableSpec, type ResourceDef } from '../src/resources/kit.js';
-import { LINK_TABLES, POLICY_SPECS } from '../src/resources/relations.js';
+import { LINK_LISTS, LINK_TABLES, POLICY_SPECS } from '../src/resources/relations.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
 import { Store } from '../src/store/store.js';
@@ -56,10 +56,16 @@ describe.each(defs.map((d) => [d.name, d] as const))('table of %s', (_name, def)
   });
 });
 
-describe.each(LINK_TABLES.map((l) => [l.table, l] as const))('link table %s', (_name, link) => {
-  const columns = [link.policy.column, link.entity.column];
+/** Every link table and its two sides, in primary key order: policy then entity, owner then member. */
+const linkTables = [
+  ...LINK_TABLES.map((l) => ({ table: l.table, sides: [l.policy, l.entity] })),
+  ...LINK_LISTS.map((l) => ({ table: l.table, sides: [l.owner, l.member] })),
+];
 
-  it('has exactly the policy and entity columns, text and not null, in that order its primary key', async () => {
+describe.each(linkTables.map((l) => [l.table, l] as const))('link table %s', (_name, link) => {
+  const columns = link.sides.map((side) => side.column);
+
+  it('has exactly the columns of its two sides, text and not null, in that order its primary key', async () => {
     const { rows } = await sql<{ name: string; type: string; notnull: number; pk: number }>`
       select name, type, "notnull", pk from pragma_table_info(${link.table}) order by pk`.execute(store.db);
     expect(rows.map((r) => ({ name: r.name, type: r.type.toLowerCase(), notNull: r.notnull === 1, pk: r.pk }))).toEqual(
@@ -67,17 +73,17 @@ describe.each(LINK_TABLES.map((l) => [l.table, l] as const))('link table %s', (_
     );
   });
 
-  it('refers to the policy and the entity, a row going with either', async () => {
+  it('refers to both sides, a row going with either', async () => {
     const { rows } = await sql<{ from: string; table: string; to: string; on_delete: string }>`
       select "from", "table", "to", on_delete from pragma_foreign_key_list(${link.table})`.execute(store.db);
     expect(rows.sort((a, b) => a.from.localeCompare(b.from))).toEqual(
-      [link.policy, link.entity]
+      link.sides
         .map((side) => ({ from: side.column, table: side.table, to: 'id', on_delete: 'CASCADE' }))
         .sort((a, b) => a.from.localeCompare(b.from)),
     );
   });
 
-  it('is indexed entity first too', async () => {
+  it('is indexed second side first too', async () => {
     const { rows } = await sql<{ name: string }>`
       select name from pragma_index_info(${`${link.table}_reverse`}) order by seqno`.execute(store.db);
     expect(rows.map((r) => r.name)).toEqual([...columns].reverse());
@@ -95,6 +101,19 @@ describe('link tables', () => {
     }
     expect(referring.sort()).toEqual(LINK_TABLES.map((l) => l.table).sort());
     expect(LINK_TABLES.length).toBeGreaterThan(0);
+  });
+
+  it('are, with the link lists, exactly the tables of two references that form their primary key', async () => {
+    const { rows } = await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(store.db);
+    const pairs: string[] = [];
+    for (const { name } of rows) {
+      const columns = await sql<{ name: string; pk: number }>`select name, pk from pragma_table_info(${name})`.execute(store.db);
+      const keys = await sql<{ from: string }>`select "from" from pragma_foreign_key_list(${name})`.execute(store.db);
+      const referring = new Set(keys.rows.map((k) => k.from));
+      if (columns.rows.length === 2 && columns.rows.every((c) => c.pk > 0 && referring.has(c.name))) pairs.push(name);
+    }
+    expect(pairs.sort()).toEqual(linkTables.map((l) => l.table).sort());
+    expect(LINK_LISTS.map((l) => l.table)).toEqual(['service_configs']);
   });
 });
 
