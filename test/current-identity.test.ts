@@ -45,8 +45,9 @@ describe.each([CLIENT, MGMT])('GET %s/current-identity', (api) => {
     expect(json(res).data).toMatchObject({
       id: alice.id,
       name: 'alice',
-      type: 'User',
+      type: { _links: { self: { href: './identity-types/User' } }, entity: 'identity-types', id: 'User', name: 'User' },
       typeId: 'User',
+      enrollment: {},
       isAdmin: false,
       isDefaultAdmin: false,
       roleAttributes: ['dev'],

@@ -44,7 +44,7 @@ describe('default admin from the environment', () => {
       name: 'Default Admin',
       isAdmin: true,
       isDefaultAdmin: true,
-      type: 'User',
+      type: { entity: 'identity-types', id: 'User', name: 'User' },
       typeId: 'User',
       authPolicyId: 'default',
       authPolicy: { entity: 'auth-policies', id: 'default', name: 'Default' },

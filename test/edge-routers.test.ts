@@ -284,7 +284,7 @@ describe('tunneler-enabled edge routers', () => {
   it('creating one creates its system identity and system edge router policy, linked to both', async () => {
     const id = await createRouter({ name: 'tun-1', isTunnelerEnabled: true, roleAttributes: ['tun'] });
     const identity = json(await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin })).data;
-    expect(identity).toMatchObject({ id, name: 'tun-1', type: 'Router', isAdmin: false, authPolicyId: 'default', roleAttributes: [] });
+    expect(identity).toMatchObject({ id, name: 'tun-1', type: { entity: 'identity-types', id: 'Router' }, typeId: 'Router', isAdmin: false, authPolicyId: 'default', roleAttributes: [] });
 
     const policy = await systemPolicy(id);
     expect(policy).toMatchObject({
@@ -355,7 +355,7 @@ describe('tunneler-enabled edge routers', () => {
     expect((await get(id)).isTunnelerEnabled).toBe(false);
 
     expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { isTunnelerEnabled: true, name: 'tun-toggle-2' } })).statusCode).toBe(200);
-    expect(json(await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin })).data).toMatchObject({ name: 'tun-toggle-2', type: 'Router' });
+    expect(json(await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin })).data).toMatchObject({ name: 'tun-toggle-2', typeId: 'Router' });
     const second = await systemPolicy(id);
     expect(second.isSystem).toBe(true);
     expect(await links('edge_router_policy_edge_routers', 'policy_id', second.id)).toEqual([{ policy_id: second.id, edge_router_id: id }]);
@@ -413,7 +413,7 @@ describe('the tunneler identity of an edge router', () => {
   it('is a system identity: the identities API can neither change nor delete it', async () => {
     const id = await createRouter({ name: 'tun-system', isTunnelerEnabled: true });
     const identity = json(await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin })).data;
-    expect(identity).toMatchObject({ id, name: 'tun-system', type: 'Router', isSystem: true });
+    expect(identity).toMatchObject({ id, name: 'tun-system', typeId: 'Router', isSystem: true });
     const patch = await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { name: 'stolen' } });
     expect(patch.statusCode).toBe(400);
     expect(json(patch).error.code).toBe('ENTITY_CAN_NOT_BE_UPDATED');

@@ -59,6 +59,9 @@ async function freshAdmin(): Promise<string> {
   return admin;
 }
 
+/** The reference an identity's `type` reads as. */
+const typeRef = (name: string) => ({ _links: { self: { href: `./identity-types/${name}` } }, entity: 'identity-types', id: name, name });
+
 const get = async (id: string) => {
   const res = await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin });
   expect(res.statusCode).toBe(200);
@@ -90,7 +93,8 @@ describe('create and read', () => {
     expect(created.id).toMatch(/^[0-9A-Za-z._-]{6,}$/);
 
     const e = await get(created.id);
-    expect(e).toMatchObject(body);
+    // `type` is written as the type's name and read as a reference to it
+    expect(e).toMatchObject({ ...body, type: typeRef('Device') });
     expect(e).toMatchObject({
       id: created.id,
       createdAt: new Date(now).toISOString(),
@@ -106,21 +110,22 @@ describe('create and read', () => {
       disabledUntil: null,
       envInfo: {},
       sdkInfo: {},
+      enrollment: {},
     });
     expect(e._links.self.href).toBe(`./identities/${created.id}`);
     for (const sub of ['authenticators', 'auth-policies', 'service-policies', 'edge-router-policies', 'enrollments']) {
       expect(e._links[sub].href).toBe(`./identities/${created.id}/${sub}`);
     }
-    expect(e).not.toHaveProperty('enrollment');
   });
 
   it('fills defaults for the optional fields', async () => {
     const id = await createIdentity(t, admin, { name: 'defaults-identity' });
     const e = await get(id);
     expect(e).toMatchObject({
-      type: 'User',
+      type: typeRef('User'),
       typeId: 'User',
       isAdmin: false,
+      appData: {},
       authPolicyId: 'default',
       authPolicy: { entity: 'auth-policies', id: 'default', name: 'Default' },
       externalId: null,
@@ -138,9 +143,41 @@ describe('create and read', () => {
     for (const type of ['User', 'Device', 'Service', 'Router', 'Default']) {
       const id = await createIdentity(t, admin, { name: `typed-${type}`, type });
       const e = await get(id);
-      expect(e.type).toBe(type);
+      expect(e.type).toEqual(typeRef(type));
       expect(e.typeId).toBe(type);
     }
+  });
+
+  it('reads `type` as a reference to the identity type beside typeId, and `enrollment`, on every identity answer', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, {
+      name: 'typed-reader',
+      type: 'Device',
+      username: 'typed-reader',
+      password: 'typed-reader-1',
+      roleAttributes: ['typed-readers'],
+    });
+    const policy = await call(t, 'POST', `${MGMT}/edge-router-policies`, {
+      token: admin,
+      body: { name: 'typed-readers-erp', semantic: 'AnyOf', identityRoles: ['#typed-readers'], edgeRouterRoles: [] },
+    });
+    expect(policy.statusCode).toBe(201);
+    const own = await login(t, 'typed-reader', 'typed-reader-1');
+    const answers = [
+      await get(id),
+      (json(await call(t, 'GET', `${MGMT}/identities?filter=${encodeURIComponent(`id = "${id}"`)}`, { token: admin })).data as any[])[0],
+      (json(await call(t, 'GET', `${MGMT}/edge-router-policies/${json(policy).data.id}/identities`, { token: admin })).data as any[])[0],
+      json(await call(t, 'GET', `${MGMT}/current-identity`, { token: own })).data,
+      json(await call(t, 'GET', `/edge/client/v1/current-identity`, { token: await login(t, 'typed-reader', 'typed-reader-1', '/edge/client/v1') })).data,
+    ];
+    for (const answer of answers) {
+      expect(answer).toMatchObject({ id, type: typeRef('Device'), typeId: 'Device', enrollment: {} });
+    }
+    // A client decoding the reference follows it to the type it names.
+    const followed = await call(t, 'GET', `${MGMT}/${answers[0].type._links.self.href.replace(/^\.\//, '')}`, { token: admin });
+    expect(json(followed).data).toMatchObject({ id: answers[0].type.id, name: answers[0].type.name });
+    // The type is still filtered on by its name, as it is written.
+    const filtered = json(await call(t, 'GET', `${MGMT}/identities?filter=${encodeURIComponent(`type = "Device" and id = "${id}"`)}`, { token: admin }));
+    expect(filtered.data.map((e: { id: string }) => e.id)).toEqual([id]);
   });
 
   it('reports the authenticators and whether an API session exists', async () => {
@@ -324,7 +361,7 @@ describe('patch, full update and delete', () => {
     });
     e = await get(id);
     expect(e).toMatchObject({ externalId: null, authPolicyId: 'default', tags: {} });
-    expect(e.appData ?? null).toBeNull();
+    expect(e.appData).toEqual({});
   });
 
   it('patch validates like create', async () => {
@@ -365,7 +402,8 @@ describe('patch, full update and delete', () => {
     const e = await get(id);
     expect(e).toMatchObject({
       name: 'put-me-2',
-      type: 'Service',
+      type: typeRef('Service'),
+      typeId: 'Service',
       roleAttributes: ['b'],
       externalId: null,
       defaultHostingCost: 0,
@@ -379,7 +417,7 @@ describe('patch, full update and delete', () => {
     const id = await createIdentity(t, admin, { name: 'enroll-later' });
     const res = await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { enrollment: { ott: true } } });
     expect([200, 400]).toContain(res.statusCode);
-    expect(await get(id)).not.toHaveProperty('enrollment');
+    expect((await get(id)).enrollment).toEqual({});
   });
 
   it('delete removes the identity, its authenticators and its sessions at once', async () => {

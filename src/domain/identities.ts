@@ -8,6 +8,8 @@ import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
+import { entityRef, EntityRefSchema } from '../resources/kit.js';
+import { identities } from '../resources/identities.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /**
@@ -35,10 +37,30 @@ export async function assertMayManage(ctx: WriteContext, identityId: string): Pr
   if (byDelegate(ctx) && (await isAdminIdentity(ctx, identityId))) throw adminOnly();
 }
 
-/** Read fields of an identity from its authenticators and API sessions. */
+/** What an identity's `enrollment` reads as: its pending enrollments, by method. */
+const PendingEnrollment = {
+  id: Type.String(),
+  jwt: Type.String(),
+  token: Type.String(),
+  expiresAt: Type.String({ format: 'date-time' }),
+};
+export const IdentityEnrollmentsSchema = Type.Object({
+  ott: Type.Optional(Type.Object(PendingEnrollment)),
+  ottca: Type.Optional(Type.Object({ ...PendingEnrollment, caId: Type.String(), ca: EntityRefSchema })),
+  updb: Type.Optional(Type.Object(PendingEnrollment)),
+});
+
+/**
+ * Read fields of an identity beyond its stored ones: its type as a reference (written as the type's
+ * name, read as clients of this interface decode it), its authenticators, API sessions and pending
+ * enrollments, and `appData` as an object even where none was given.
+ */
 const identityReadFields = computed(
   {
+    type: EntityRefSchema,
     typeId: Type.String(),
+    appData: { ...identities.fields.appData.schema, description: identities.fields.appData.description },
+    enrollment: IdentityEnrollmentsSchema,
     authenticators: Type.Object({
       updb: Type.Optional(Type.Object({ id: Type.String(), username: Type.Union([Type.String(), Type.Null()]) })),
       cert: Type.Optional(Type.Object({ id: Type.String(), fingerprint: Type.Union([Type.String(), Type.Null()]) })),
@@ -62,13 +84,22 @@ const identityReadFields = computed(
       .where('identity_id', 'in', ids)
       .groupBy('identity_id')
       .execute();
+    const typeIds = [...new Set(entities.map((e) => String(e.type)))];
+    const types = await ex.selectFrom('identity_types').select(['id', 'name']).where('id', 'in', typeIds).execute();
+    const typeNames = new Map(types.map((r) => [String(r.id), String(r.name)]));
     const withSession = new Set(sessions.map((s) => s.identity_id as string));
     for (const [i, e] of entities.entries()) {
       const mine = auths.filter((a) => a.identity_id === e.id);
       const updb = mine.find((a) => a.method === 'updb');
       const cert = mine.find((a) => a.method === 'cert');
+      const typeId = String(e.type);
       Object.assign(answers[i]!, {
-        typeId: e.type,
+        // The types are seeded with their names as ids and never removed.
+        type: entityRef('identity-types', typeId, typeNames.get(typeId) ?? typeId),
+        typeId,
+        appData: e.appData ?? {},
+        // No enrollment is kept by this controller yet, so none is pending.
+        enrollment: {},
         authenticators: {
           ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
           ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
