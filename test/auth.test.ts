@@ -260,7 +260,8 @@ describe('session expiry', () => {
 });
 
 describe.each([CLIENT, MGMT])('current API session on %s', (api) => {
-  it('GET shows the session without its token or the token hash', async () => {
+  it('GET shows the session with the token the caller presented, never its hash, and tells caches not to keep it', async () => {
+    const other = await login(t, USER.username, USER.password, api);
     const token = await login(t, USER.username, USER.password, api);
     const res = await call(t, 'GET', `${api}/current-api-session`, { token });
     expect(res.statusCode).toBe(200);
@@ -274,10 +275,14 @@ describe.each([CLIENT, MGMT])('current API session on %s', (api) => {
       authQueries: [],
       expirationSeconds: 1800,
     });
-    expect(s).not.toHaveProperty('token');
+    expect(s.token).toBe(token);
+    expect(res.headers['cache-control']).toBe('no-store');
     expect(s).not.toHaveProperty('tokenHash');
-    expect(res.body).not.toContain(token);
     expect(res.body).not.toContain(sha256Hex(token));
+    // Another session of the same identity shows its own token only.
+    const others = json(await call(t, 'GET', `${api}/current-api-session`, { token: other })).data;
+    expect(others.token).toBe(other);
+    expect(JSON.stringify(others)).not.toContain(token);
   });
 
   it('DELETE logs out: the token is refused at once', async () => {

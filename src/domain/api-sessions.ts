@@ -1,5 +1,6 @@
-// API sessions as answered to clients and admins. The token is shown once, to the caller that
-// authenticated; no other answer ever carries it or its hash.
+// API sessions as answered to clients and admins. The token is shown only to the caller holding it
+// (the authenticate answer, and its own current API session, echoing what it presented); no other
+// answer ever carries it or its hash.
 import { Type } from '@sinclair/typebox';
 import { iso } from '../clock.js';
 import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
@@ -88,7 +89,9 @@ export const SessionAnswerSchema = Type.Object({
   createdAt: Type.String(),
   updatedAt: Type.String(),
   tags: Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean(), Type.Null()])),
-  token: Type.Optional(Type.String()),
+  token: Type.Optional(
+    Type.String({ description: 'the legacy session token, to its holder only; absent for a caller with a bearer access token' }),
+  ),
   identityId: Type.String(),
   identity: EntityRefSchema,
   authenticatorId: Type.Union([Type.String(), Type.Null()]),

@@ -137,6 +137,17 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
   };
 }
 
+/**
+ * The legacy session token the caller presented on this request (the `overlay-session` header the
+ * principal was resolved from), to be shown back to that caller only; a bearer caller presented an
+ * access token, which is no session token, so there is none.
+ */
+export function presentedSessionToken(request: FastifyRequest): string | undefined {
+  if (principalOf(request).bearer) return undefined;
+  const token = request.headers['overlay-session'];
+  return typeof token === 'string' && token !== '' ? token : undefined;
+}
+
 /** The principal of a route that required one (the hook has run). */
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new ApiError('UNAUTHORIZED', 'no credential was provided');

@@ -12,7 +12,7 @@ import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
 import { authenticators as authenticatorsDef } from '../resources/authenticators.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
-import { expiryHeaders, peerCertificate, principalOf } from './credentials.js';
+import { expiryHeaders, peerCertificate, presentedSessionToken, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
 
@@ -82,9 +82,12 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
   app.get('/current-api-session', {
     config: { auth: PARTIAL_SESSION },
     schema: { operationId: 'getCurrentAPISession', tags, response: { 200: dataEnvelopeSchema(SessionAnswerSchema) } },
-    handler: async (request) => {
+    handler: async (request, reply) => {
       const { session, identity } = principalOf(request);
-      return envelope(sessionAnswer(core.sessions, session, identity.name, core.clock()));
+      // The caller's own credential, shown back as authenticate showed it (never stored in clear).
+      const token = presentedSessionToken(request);
+      reply.header('cache-control', 'no-store');
+      return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock()), ...(token !== undefined && { token }) });
     },
   });
 
