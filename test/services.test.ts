@@ -377,7 +377,8 @@ describe('configTypes on the list', () => {
       expect(res.statusCode, res.body).toBe(200);
       return json(res).data[0];
     };
-    expect((await page('')).config).toBeUndefined();
+    // Without configTypes: those of the caller's API session (none at this login).
+    expect((await page('')).config).toEqual({});
     expect((await page('configTypes=intercept.v1')).config).toEqual({ 'intercept.v1': INTERCEPT });
     expect((await page('configTypes=intercept.v1&configTypes=host.v1')).config).toEqual({
       'intercept.v1': INTERCEPT,
@@ -385,5 +386,80 @@ describe('configTypes on the list', () => {
     });
     expect(Object.keys((await page('configTypes=all')).config).sort()).toEqual(['host.v1', 'intercept.v1']);
     expect((await page('configTypes=proxy.v1')).config).toEqual({});
+  });
+});
+
+describe('what the calling admin may do with each service', () => {
+  it('permissions, config and postureQueries on list, detail and related lists are those a client of the admin identity sees', async () => {
+    const me = json(await call(t, 'GET', `${MGMT}/current-identity`, { token: admin })).data;
+    const check = json(
+      await call(t, 'POST', `${MGMT}/posture-checks`, { token: admin, body: { name: 'svc-own-domain', typeId: 'DOMAIN', domains: ['corp.example'] } }),
+    ).data.id as string;
+    const dial = await createService({ name: 'svc-own-dial', configs: [interceptA, host] });
+    const both = await createService({ name: 'svc-own-both', configs: [interceptB] });
+    const none = await createService({ name: 'svc-own-none', configs: [host] });
+    const policy = async (type: string, services: string[], postureCheckRoles: string[] = []) => {
+      const body = { name: `svc-own-${type}-${services.length}-${postureCheckRoles.length}`, type, semantic: 'AnyOf', identityRoles: [`@${me.id}`], serviceRoles: services.map((id) => `@${id}`), postureCheckRoles };
+      const res = await call(t, 'POST', `${MGMT}/service-policies`, { token: admin, body });
+      expect(res.statusCode, res.body).toBe(201);
+      return json(res).data.id as string;
+    };
+    const dialPolicy = await policy('Dial', [dial, both], [`@${check}`]);
+    await policy('Bind', [both]);
+    // The admin's own override of the host config of `dial`.
+    const override = await createConfig('svc-own-host-override', 'host.v1', { protocol: 'udp', address: 'override.example', port: 53 });
+    expect((await call(t, 'POST', `${MGMT}/identities/${me.id}/service-configs`, { token: admin, body: [{ serviceId: dial, configId: override }] })).statusCode).toBe(200);
+
+    const token = await login(t, 'admin', 'admin-password-1', MGMT);
+    const session = await call(t, 'POST', `/edge/client/v1/authenticate?method=password`, {
+      body: { username: 'admin', password: 'admin-password-1', configTypes: ['host.v1'] },
+    });
+    const clientToken = json(session).data.token as string;
+    const mgmtWithTypes = json(
+      await call(t, 'POST', `${MGMT}/authenticate?method=password`, { body: { username: 'admin', password: 'admin-password-1', configTypes: ['host.v1'] } }),
+    ).data.token as string;
+    const ids = [dial, both, none];
+    const filter = `filter=${encodeURIComponent(`id in ["${ids.join('", "')}"]`)}`;
+    const byId = (list: any[]) => Object.fromEntries(list.map((s) => [s.id, s]));
+
+    // As a client of the admin identity sees them (the Client API lists only what it may use).
+    const clientSide = byId(json(await call(t, 'GET', `/edge/client/v1/services?${filter}`, { token: clientToken })).data);
+    const list = byId(json(await call(t, 'GET', `${base}?${filter}`, { token: mgmtWithTypes })).data);
+    for (const id of [dial, both]) {
+      for (const field of ['permissions', 'config', 'postureQueries']) expect(list[id][field], `${field} of ${id}`).toEqual(clientSide[id][field]);
+    }
+    expect(list[dial].permissions).toEqual(['Dial']);
+    expect(list[both].permissions).toEqual(['Bind', 'Dial']);
+    expect(list[dial].config).toEqual({ 'host.v1': { protocol: 'udp', address: 'override.example', port: 53 } });
+    expect(list[dial].postureQueries).toEqual([
+      { policyId: dialPolicy, policyType: 'Dial', isPassing: false, postureQueries: [expect.objectContaining({ id: check, typeId: 'DOMAIN', isPassing: false })] },
+    ]);
+    // A service the admin may not use is still listed, with nothing it may do.
+    expect(list[none]).toMatchObject({ permissions: [], postureQueries: [], config: { 'host.v1': { protocol: 'tcp', address: 'localhost', port: 443 } } });
+
+    // Detail and a related list read the same; configTypes of the query win over the session's.
+    const detail = json(await call(t, 'GET', `${base}/${dial}`, { token: mgmtWithTypes })).data;
+    expect({ permissions: detail.permissions, config: detail.config, postureQueries: detail.postureQueries }).toEqual({
+      permissions: list[dial].permissions,
+      config: list[dial].config,
+      postureQueries: list[dial].postureQueries,
+    });
+    const related = byId(json(await call(t, 'GET', `${MGMT}/service-policies/${dialPolicy}/services`, { token: mgmtWithTypes })).data);
+    expect(related[both]).toMatchObject({ permissions: ['Bind', 'Dial'], config: {} });
+    const asked = json(await call(t, 'GET', `${base}?${filter}&configTypes=intercept.v1`, { token })).data;
+    expect(byId(asked)[both].config).toEqual({ 'intercept.v1': { ...INTERCEPT, addresses: ['b.example.com'] } });
+  });
+
+  it('another admin sees what it may do, not what the first may', async () => {
+    const other = await createIdentityWithPassword(t, admin, { name: 'svc-other-admin', username: 'svc-other-admin', password: 'svc-other-admin-1', isAdmin: true });
+    const svc = await createService({ name: 'svc-other-admin-only' });
+    const res = await call(t, 'POST', `${MGMT}/service-policies`, {
+      token: admin,
+      body: { name: 'svc-other-admin-bind', type: 'Bind', semantic: 'AnyOf', identityRoles: [`@${other.id}`], serviceRoles: [`@${svc}`] },
+    });
+    expect(res.statusCode).toBe(201);
+    const otherToken = await login(t, 'svc-other-admin', 'svc-other-admin-1');
+    expect(json(await call(t, 'GET', `${base}/${svc}`, { token: otherToken })).data.permissions).toEqual(['Bind']);
+    expect(json(await call(t, 'GET', `${base}/${svc}`, { token: admin })).data.permissions).toEqual([]);
   });
 });

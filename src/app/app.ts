@@ -126,7 +126,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const identities = caches.register(new IdentityDirectory(store, kernel.repo('identities'), clock));
     const links = caches.register(new PolicyLinks(store.dialect));
     const configValidators = caches.register(new ConfigValidators());
-    registerResources(resources, { sessions, clock, tokenLifetimes: config.edge.oidc, links, configValidators });
+    registerResources(resources, {
+      sessions,
+      clock,
+      tokenLifetimes: config.edge.oidc,
+      links,
+      configValidators,
+      // Read only once requests are served, after the read model below is built.
+      serviceFieldsForCaller: (caller, entities, choice) => client.services.callerFields(caller, entities, choice),
+    });
     await seed(resources, {
       dataDir: config.dataDir,
       admin: config.admin,

@@ -6,7 +6,7 @@ import type { ApiSessions } from '../auth/api-sessions.js';
 import type { PolicyLinks } from '../policy/links.js';
 import { composeBehaviours, type ResourceBehaviour, type Resources } from '../domain/resources.js';
 import { relationBehaviour } from '../domain/policies.js';
-import { configBehaviour, configTypeBehaviour, serviceBehaviour, type ConfigValidators } from '../domain/services.js';
+import { configBehaviour, configTypeBehaviour, serviceBehaviour, type ConfigValidators, type ServiceFieldsForCaller } from '../domain/services.js';
 import { edgeRouterBehaviour, routerBehaviour, terminatorBehaviour } from '../domain/routers.js';
 import { postureCheckBehaviour } from '../domain/posture-checks.js';
 import { controllerSettingBehaviour, revocationBehaviour, type TokenLifetimes } from '../domain/operations.js';
@@ -25,6 +25,8 @@ export interface ResourceDeps {
   links: PolicyLinks;
   /** Compiled config type schemas (a cache). */
   configValidators: ConfigValidators;
+  /** What service answers carry for their caller (the Client API's read model, built after the resources). */
+  serviceFieldsForCaller: ServiceFieldsForCaller;
 }
 
 /** The domain behaviour of each collection that has one beyond CRUD and its relations. */
@@ -36,7 +38,7 @@ function domainBehaviours(deps: ResourceDeps): Partial<Record<ResourceName, Reso
     'api-sessions': apiSessionBehaviour(deps.sessions, deps.clock),
     'config-types': configTypeBehaviour(),
     configs: configBehaviour(deps.configValidators),
-    services: serviceBehaviour(),
+    services: serviceBehaviour(deps.serviceFieldsForCaller),
     'edge-routers': edgeRouterBehaviour(deps.links),
     routers: routerBehaviour(),
     'transit-routers': routerBehaviour(),

@@ -25,6 +25,7 @@ import type { Executor, Store, Tx } from '../store/store.js';
 import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
 import type { Collection } from '../kernel/changes.js';
 import type { SqlFlavor } from '../query/flavor.js';
+import type { Caller } from './client/caller.js';
 
 export type { Actor } from '../kernel/kernel.js';
 
@@ -46,9 +47,12 @@ export interface ResourceBehaviour {
 
 export type Answer = Record<string, unknown>;
 
-/** What a read asked for beyond filter, sort and paging (the list's query: `configTypes`, ...). */
+/** What a read asked for beyond filter, sort and paging, and who asked. */
 export interface ReadOptions {
+  /** The request's query (`configTypes`, ...). */
   query?: Readonly<Record<string, unknown>>;
+  /** The caller, for read fields that answer what it may do (a service's `permissions`, ...). */
+  caller?: Caller;
 }
 
 /**
@@ -129,10 +133,10 @@ export class ResourceService<E extends Entity = Entity> {
     if (!(await this.repo.exists(ex, id))) throw notFound(this.def.label, id);
   }
 
-  async get(id: string, ex: Executor = this.store.db): Promise<Answer> {
+  async get(id: string, ex: Executor = this.store.db, read: ReadOptions = {}): Promise<Answer> {
     const entity = await this.repo.get(ex, id);
     if (!entity) throw notFound(this.def.label, id);
-    const [answer] = await this.present(ex, [entity]);
+    const [answer] = await this.present(ex, [entity], read);
     return answer!;
   }
 

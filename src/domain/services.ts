@@ -15,6 +15,8 @@ import type { Executor, Tx } from '../store/store.js';
 import { SEEDED_CONFIG_TYPE_IDS, SEEDED_CONFIG_TYPES } from './config-type-schemas.js';
 import { assertMayManage } from './identities.js';
 import { dataProblem, JsonSchemaCompiler, SchemaProblem } from './json-schema.js';
+import type { Caller } from './client/caller.js';
+import { ClientServiceFields, configTypeChoice, type CallerServiceFields, type ConfigTypeChoice } from './client/service-list.js';
 import { computed, type Actor, type Answer, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** The terminator strategies a router knows; a typo would leave a service without routing. */
@@ -267,7 +269,34 @@ async function checkServiceConfigs(tx: Tx, ids: readonly string[]): Promise<void
   }
 }
 
-export function serviceBehaviour(): ResourceBehaviour {
+/**
+ * What a service answer carries for its caller, made by the Client API's read model (the service
+ * list): given the caller, services, and the config types to show, each one's fields in order.
+ */
+export type ServiceFieldsForCaller = (
+  caller: Caller,
+  entities: readonly Entity[],
+  choice: ConfigTypeChoice,
+) => Promise<readonly Pick<CallerServiceFields, 'permissions' | 'config' | 'postureQueries'>[]>;
+
+/**
+ * `permissions`, `config` and `postureQueries` of a page of services, for the caller of the read (on
+ * the Management API, the admin's own identity, as a client of that identity would see them): the
+ * config types asked for by `configTypes`, else those of the caller's API session.
+ */
+function callerServiceFields(forCaller: ServiceFieldsForCaller) {
+  return computed(ClientServiceFields, async (_ex, entities, answers, read) => {
+    if (entities.length === 0) return;
+    // Every route reading services names its caller; a read without one is a programming error.
+    if (!read.caller) throw new Error('services are read for a caller');
+    const fields = await forCaller(read.caller, entities, configTypeChoice(read.query));
+    for (const [i, f] of fields.entries()) {
+      Object.assign(answers[i]!, { permissions: f.permissions, config: f.config, postureQueries: f.postureQueries });
+    }
+  });
+}
+
+export function serviceBehaviour(forCaller: ServiceFieldsForCaller): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
       if (next.terminatorStrategy === '') next.terminatorStrategy = DEFAULT_STRATEGY;
@@ -289,7 +318,7 @@ export function serviceBehaviour(): ResourceBehaviour {
           .execute();
       }
     },
-    computed: [serviceConfigIds, configsOfTypes],
+    computed: [serviceConfigIds, callerServiceFields(forCaller)],
   };
 }
 
@@ -486,54 +515,5 @@ export async function seedConfigTypes(ctx: WriteContext): Promise<void> {
       schema: seeded.schema,
       target: seeded.target,
     });
-  }
-}
-
-interface ConfigOfType {
-  id: string;
-  data: unknown;
-  typeId: string;
-  typeName: string;
-}
-
-/**
- * `config` on a page of services the list asked `configTypes` of: for each service, the data of its
- * configs whose type is among the asked-for ones (by id or name, or "all"), keyed by the type's name.
- */
-const configsOfTypes = computed(
-  {
-    config: Type.Optional(
-      Type.Record(Type.String(), Type.Unknown(), {
-        description: 'config type name → config data, for the configTypes the list asked for',
-      }),
-    ),
-  },
-  async (ex, _entities, answers, read) => {
-    if (read.query?.configTypes !== undefined) await addConfigsOfTypes(ex, read.query.configTypes, answers);
-  },
-);
-
-async function addConfigsOfTypes(ex: Executor, configTypes: unknown, answers: Record<string, unknown>[]): Promise<void> {
-  const asked = (Array.isArray(configTypes) ? configTypes : [configTypes]).map(String);
-  const all = asked.includes('all');
-  const configIds = [...new Set(answers.flatMap((a) => (a.configs as string[] | undefined) ?? []))];
-  const rows =
-    configIds.length === 0
-      ? []
-      : await ex
-          .selectFrom('configs as c')
-          .innerJoin('config_types as t', 't.id', 'c.config_type_id')
-          .select(['c.id as id', 'c.data as data', 't.id as typeId', 't.name as typeName'])
-          .where('c.id', 'in', configIds)
-          .execute();
-  const byId = new Map((rows as ConfigOfType[]).map((r) => [r.id, r]));
-  for (const answer of answers) {
-    const config: Record<string, unknown> = {};
-    for (const id of (answer.configs as string[] | undefined) ?? []) {
-      const row = byId.get(id);
-      if (!row || !(all || asked.includes(row.typeId) || asked.includes(row.typeName))) continue;
-      config[row.typeName] = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;
-    }
-    answer.config = config;
   }
 }

@@ -11,6 +11,7 @@ import { allows } from '../auth/permissions.js';
 import type { ApiSession } from '../auth/api-sessions.js';
 import type { IdentityState } from '../auth/identity-directory.js';
 import type { Core } from '../app/core.js';
+import type { Caller } from '../domain/client/caller.js';
 import { BearerError } from '../oidc/bearer.js';
 import type { AccessClaims } from '../oidc/tokens.js';
 import { SESSION } from './auth-requirements.js';
@@ -134,6 +135,19 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
     core.sessions.touch(session);
     request.principal = principal;
     expiryHeaders(core, reply, session, principal.bearer?.expiresAt);
+  };
+}
+
+/** The caller of a route that required a session, as the read model takes it. */
+export function callerOf(request: FastifyRequest): Caller {
+  const { identity, session } = principalOf(request);
+  return {
+    identityId: identity.id,
+    identityName: identity.name,
+    apiSessionId: session.id,
+    configTypes: session.configTypes,
+    isMfaComplete: session.isMfaComplete,
+    sessionCreatedAt: session.createdAt,
   };
 }
 

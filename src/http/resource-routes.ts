@@ -3,13 +3,19 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ALL_OPERATIONS, createSchema, patchSchema, updateSchema, type Operation } from '../resources/kit.js';
-import type { Actor, ResourceService } from '../domain/resources.js';
-import './credentials.js';
+import type { Actor, ReadOptions, ResourceService } from '../domain/resources.js';
+import { callerOf } from './credentials.js';
 import type { SqlFlavor } from '../query/flavor.js';
 import type { ListQuery } from '../store/repository.js';
 import { EMPTY, envelope } from './envelope.js';
 import { parseList, listMeta } from './list.js';
 import { routeAuth, type Action } from './auth-requirements.js';
+
+/** What a read takes from its request: the query (computed fields may answer what it asks) and the caller. */
+export function readOptionsOf(request: FastifyRequest): ReadOptions {
+  const query = request.query as Record<string, unknown>;
+  return request.principal ? { query, caller: callerOf(request) } : { query };
+}
 
 /** The caller of a write, when the route had one. */
 export function actorOf(request: FastifyRequest): Actor | undefined {
@@ -104,8 +110,7 @@ export function registerResourceRoutes(
         const query = request.query as Record<string, unknown>;
         const list = parseList(query, service.filter, flavor);
         const scope = await options.listScope?.(query);
-        // The query goes along: computed fields may answer what it asks (configTypes, ...).
-        const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query, undefined, { query });
+        const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query, undefined, readOptionsOf(request));
         return envelope(items, listMeta(list, total, service.filter));
       },
     });
@@ -119,7 +124,7 @@ export function registerResourceRoutes(
         params: IdParams,
         response: { 200: dataEnvelopeSchema(read) },
       },
-      handler: async (request) => envelope(await service.get((request.params as { id: string }).id)),
+      handler: async (request) => envelope(await service.get((request.params as { id: string }).id, undefined, readOptionsOf(request))),
     });
   }
   if (ops.has('create')) {

@@ -12,6 +12,7 @@ import { services as servicesDef } from '../../resources/services.js';
 import type { Entity, ListQuery, Repository } from '../../store/repository.js';
 import type { Store } from '../../store/store.js';
 import { evaluatePolicy, postureQuery, type PostureCheck, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
+import { splitList } from '../../oidc/flow.js';
 import type { PolicyType } from '../related.js';
 import { AccessViews, type Access, type Grant } from './access-views.js';
 import type { Caller } from './caller.js';
@@ -87,6 +88,20 @@ export interface ClientServiceDeps {
 
 /** Which config types an answer carries: those asked for, else those of the API session. */
 export type ConfigTypeChoice = { given: readonly string[] } | 'session' | 'all';
+
+/** The choice a request's `configTypes` makes (repeated, or comma-separated); absent: the API session's. */
+export function configTypeChoice(query: Readonly<Record<string, unknown>> | undefined): ConfigTypeChoice {
+  const raw = query?.configTypes as string | string[] | undefined;
+  return raw === undefined ? 'session' : { given: splitList(raw) };
+}
+
+/** What a service answer carries for its caller (ClientServiceFields), and the ids of its own configs. */
+export interface CallerServiceFields {
+  configs: string[];
+  permissions: string[];
+  config: Record<string, unknown>;
+  postureQueries: PolicyPostureQueries[];
+}
 
 export interface PresentOptions {
   /** Receives the versions of what the answers were made of beyond their fields (see present). */
@@ -184,6 +199,17 @@ export class ClientServices {
    * its updatedAt).
    */
   async present(caller: Caller, entities: readonly Entity[], choice: ConfigTypeChoice, opts: PresentOptions = {}): Promise<Record<string, unknown>[]> {
+    const fields = await this.callerFields(caller, entities, choice, opts);
+    return entities.map((e, i) => ({ ...this.base(e), ...fields[i]! }));
+  }
+
+  /**
+   * What each service answer carries for this caller beyond the service's own fields: the ids of its
+   * configs, what the caller may do with it, its configs of the chosen types (the caller's overrides
+   * applied) and one posture query entry per policy granting the caller access. A service the caller
+   * may not use has no permissions and no posture queries (the Management API shows every service).
+   */
+  async callerFields(caller: Caller, entities: readonly Entity[], choice: ConfigTypeChoice, opts: PresentOptions = {}): Promise<CallerServiceFields[]> {
     if (entities.length === 0) return [];
     const { versions } = opts;
     const ids = entities.map((e) => e.id);
@@ -214,7 +240,6 @@ export class ClientServices {
         if (name !== undefined) config[name] = data;
       }
       return {
-        ...this.base(e),
         configs: own.ids,
         permissions: [...new Set(grants.map((g) => g.type))].sort(),
         config,

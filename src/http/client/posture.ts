@@ -12,7 +12,7 @@ import {
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { dataEnvelopeSchema } from '../resource-routes.js';
-import { callerOf } from './request.js';
+import { callerOf } from '../credentials.js';
 
 export interface ClientPostureRouteDeps {
   posture: Pick<PostureStore, 'submit'>;

@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Caller } from '../../domain/client/caller.js';
-import { ClientServiceFields, type ClientServices, type ConfigTypeChoice } from '../../domain/client/service-list.js';
+import { ClientServiceFields, configTypeChoice, type ClientServices } from '../../domain/client/service-list.js';
 import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.js';
 import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
@@ -13,14 +13,13 @@ import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { listServiceTerminators } from '../../domain/routers.js';
 import { ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, listClientEdgeRouters } from '../../domain/client/edge-routers.js';
 import { ApiError } from '../../errors.js';
-import { splitList } from '../../oidc/provider.js';
 import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
 import type { AnswerCache } from './answer-cache.js';
-import { callerOf } from './request.js';
+import { callerOf } from '../credentials.js';
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -34,11 +33,6 @@ const ServicesQuery = Type.Composite([ListQuerySchema, Type.Object({ ...ConfigTy
 const ServiceQuery = Type.Object(ConfigTypesQuery, { additionalProperties: true });
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-function configTypeChoice(query: Record<string, unknown>): ConfigTypeChoice {
-  const raw = query.configTypes as string | string[] | undefined;
-  return raw === undefined ? 'session' : { given: splitList(raw) };
-}
 
 /** The session-token header: when present it must be a session of the caller for this service. */
 const SessionTokenHeaders = Type.Object(

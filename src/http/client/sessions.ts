@@ -8,7 +8,8 @@ import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
-import { callerOf, type IssuerOf } from './request.js';
+import { callerOf } from '../credentials.js';
+import type { IssuerOf } from './request.js';
 
 export interface ClientSessionsRouteDeps {
   flavor: SqlFlavor;

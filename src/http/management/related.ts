@@ -18,7 +18,7 @@ import { EntityRefSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { dataEnvelopeSchema, IdParams, ListQuerySchema, readOptionsOf } from '../resource-routes.js';
 
 const PolicyTypeQuery = Type.Composite(
   [ListQuerySchema, Type.Object({ policyType: Type.Optional(Type.String({ description: 'dial or bind; absent: either' })) })],
@@ -88,7 +88,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         const list = parseList(query, child.filter, flavor);
         const type = rel.policyType ? parsePolicyType(query.policyType) : undefined;
         await parent.ensureExists(id);
-        const { items, total } = await child.list({ ...list.query, scope: rel.scope(id, type) });
+        const { items, total } = await child.list({ ...list.query, scope: rel.scope(id, type) }, undefined, readOptionsOf(request));
         return envelope(items, listMeta(list, total, child.filter));
       },
     });

@@ -21,7 +21,8 @@ import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '.
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
     Type.Union([Type.String({ maxLength: 255 }), Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 })], {
-      description: 'repeatable: config type ids or names whose data each service answer carries under `config`; "all" for every type',
+      description:
+        'config type ids or names (repeated or comma-separated; "all" for every type) whose data each service answer carries under `config`; default: those of the API session',
     }),
   ),
 };
