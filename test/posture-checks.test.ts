@@ -248,6 +248,26 @@ describe('full update', () => {
   });
 });
 
+describe('version', () => {
+  it('is 1 when created and one more on every patch or full update, on every kind; refused changes and writes of it count for nothing', async () => {
+    const id = await create({ typeId: 'DOMAIN', domains: ['a'] });
+    const mfa = await create({ typeId: 'MFA' });
+    expect((await get(id)).version).toBe(1);
+    expect((await get(mfa)).version).toBe(1);
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { typeId: 'DOMAIN', domains: ['b'] } })).statusCode).toBe(200);
+    expect((await get(id)).version).toBe(2);
+    expect((await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { name: 'versioned', typeId: 'DOMAIN', domains: ['c'] } })).statusCode).toBe(200);
+    expect((await get(id)).version).toBe(3);
+    expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { typeId: 'DOMAIN', domains: [] } }), 400, 'COULD_NOT_VALIDATE', 'domains');
+    // version is the controller's to set
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { typeId: 'DOMAIN', version: 99 } })).statusCode).toBe(200);
+    const after = await get(id);
+    expect(after.version).toBe(4);
+    expect((json(await call(t, 'GET', `${URL}?filter=${encodeURIComponent(`id = "${id}"`)}`, { token: admin })).data as any[])[0].version).toBe(4);
+    expect((await get(mfa)).version).toBe(1);
+  });
+});
+
 describe('delete', () => {
   it('delete removes the check', async () => {
     const id = await create({ typeId: 'MAC', macAddresses: ['001122334455'] });

@@ -1,5 +1,5 @@
 // Posture checks beyond CRUD: what each kind requires of its own fields (which fields a kind owns
-// is the definition's), their defaults, and the seeded posture check types.
+// is the definition's), their defaults, their revisions, and the seeded posture check types.
 import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
 import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks, type PostureCheckType } from '../resources/posture-checks.js';
@@ -109,8 +109,10 @@ function validateKind(next: Entity): void {
 
 export function postureCheckBehaviour(): ResourceBehaviour {
   return {
-    async validate(_ctx, next) {
+    async validate(_ctx, next, prev) {
       validateKind(next);
+      // Each change of a check is a new revision of it (1 when created).
+      if (prev) next.version = Number(prev.version ?? 1) + 1;
     },
   };
 }

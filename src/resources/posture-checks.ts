@@ -68,6 +68,7 @@ export const postureChecks = defineResource({
       ref: { collection: 'posture-check-types', as: 'type' },
     }),
     roleAttributes: field.roleAttributes(),
+    version: field.integer('revision of the check: 1 when created, one more on every change', { readOnly: true, minimum: 1, default: 1 }),
     domains: field.set('DOMAIN: allowed Windows domains', { nullable: true, default: undefined, schema: Str, maxItems: 1000 }),
     operatingSystems: field.json(Type.Array(OperatingSystemSchema, { maxItems: 20 }), 'OS: allowed systems and versions', {
       nullable: true,
