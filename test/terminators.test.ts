@@ -79,6 +79,8 @@ describe('create and read', () => {
       address: 'tcp:10.0.0.1:80',
       binding: 'transport',
       cost: 65535,
+      // what routing adds at run time; this controller routes no circuits, so nothing
+      dynamicCost: 0,
       precedence: 'required',
       identity: 'host-a',
     });
@@ -88,7 +90,7 @@ describe('create and read', () => {
     const id = await create({ ...base(), router: routerId });
     const e = await get(id);
     expect(e.router).toEqual({ _links: { self: { href: `./routers/${routerId}` } }, entity: 'routers', id: routerId, name: 'term-router' });
-    expect(e).toMatchObject({ routerId, cost: 0, precedence: 'default', identity: '', tags: {} });
+    expect(e).toMatchObject({ routerId, cost: 0, dynamicCost: 0, precedence: 'default', identity: '', tags: {} });
   });
 });
 

@@ -183,12 +183,17 @@ async function removeTerminatorsOf(ctx: WriteContext, routerId: string): Promise
 
 // ---- terminators ---------------------------------------------------------------------------
 
-/** Read fields of a terminator beyond its definition's: the ids beside the references. */
+/**
+ * Read fields of a terminator beyond its definition's: the ids beside the references, and its
+ * dynamic cost — what the terminator strategy adds to the static cost from the outcomes of the
+ * circuits routed to it. This controller routes no circuits, so it adds nothing.
+ */
 const terminatorReadFields = computed(
   {
     serviceId: Type.String({ description: 'id of the service' }),
     routerId: Type.String({ description: 'id of the edge router or router hosting it' }),
     router: Type.Union([EntityRefSchema, Type.Null()], { description: 'the edge router or router hosting it' }),
+    dynamicCost: Type.Integer({ minimum: 0, maximum: 65535, description: 'cost the terminator strategy adds from circuit outcomes' }),
   },
   async (ex, entities, answers) => {
     const ids = entities.map((e) => e.router as string);
@@ -198,6 +203,7 @@ const terminatorReadFields = computed(
       const answer = answers[i]!;
       answer.serviceId = e.service;
       answer.routerId = id;
+      answer.dynamicCost = 0;
       const edgeName = edge.get(id);
       const name = edgeName ?? fabric.get(id);
       answer.router = name === undefined ? null : entityRef(edgeName !== undefined ? 'edge-routers' : 'routers', id, name);
