@@ -18,7 +18,7 @@ import {
 
 const DEFAULT_PRIMARY = {
   cert: { allowed: true, allowExpiredCerts: true },
-  extJwt: { allowed: true, allowedSigners: null },
+  extJwt: { allowed: true, allowedSigners: [] },
   updb: {
     allowed: true,
     minPasswordLength: 5,
@@ -201,6 +201,29 @@ describe('patch and full update', () => {
     expect(p).toMatchObject({ name: 'put-policy-2', tags: {}, isSystem: false });
     expect(p.primary).toEqual(DEFAULT_PRIMARY);
     expect(p.secondary).toEqual(DEFAULT_SECONDARY);
+  });
+});
+
+describe('extJwt.allowedSigners', () => {
+  it('is a list on every read, never null: null written on create, full update or patch reads as []', async () => {
+    const nullSigners = { ...PRIMARY, extJwt: { allowed: true, allowedSigners: null } };
+    const id = await createPolicy({ name: 'null-signers', primary: nullSigners });
+    expect((await detail(id)).primary.extJwt).toEqual({ allowed: true, allowedSigners: [] });
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { primary: { extJwt: { allowedSigners: ['s-1'] } } } })).statusCode).toBe(200);
+    expect((await detail(id)).primary.extJwt.allowedSigners).toEqual(['s-1']);
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { primary: { extJwt: { allowedSigners: null } } } })).statusCode).toBe(200);
+    expect((await detail(id)).primary.extJwt.allowedSigners).toEqual([]);
+    const put = await call(t, 'PUT', url(id), { token: admin, body: { name: 'null-signers', primary: nullSigners, secondary: SECONDARY } });
+    expect(put.statusCode).toBe(200);
+    const list = json(await call(t, 'GET', `${url()}?filter=${encodeURIComponent(`id = "${id}"`)}`, { token: admin })).data;
+    expect(list[0].primary.extJwt.allowedSigners).toEqual([]);
+  });
+
+  it('a policy stored with a null list (as the default policy once was) reads []', async () => {
+    const id = await createPolicy({ name: 'stored-null-signers' });
+    const primary = { ...PRIMARY, extJwt: { allowed: true, allowedSigners: null } };
+    await t.app.core.store.db.updateTable('auth_policies').set({ primary: JSON.stringify(primary) }).where('id', '=', id).execute();
+    expect((await detail(id)).primary.extJwt.allowedSigners).toEqual([]);
   });
 });
 

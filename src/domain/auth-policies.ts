@@ -1,10 +1,10 @@
-// Auth policies beyond CRUD: the rules an identity logs in under, and who may change the policies
-// admins log in under.
-import type { AuthPolicyRules } from '../resources/auth-policies.js';
+// Auth policies beyond CRUD: the rules an identity logs in under, who may change the policies
+// admins log in under, and the external JWT signer list always a list.
+import { PrimaryReadSchema, type AuthPolicyRules } from '../resources/auth-policies.js';
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
 import { adminOnly, byDelegate } from './identities.js';
-import type { ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import { computed, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** The rules of an identity's auth policy (the default policy when it names none). */
 export function policyRules(resources: Resources, ex: Executor, policyId: string | null | undefined): Promise<AuthPolicyRules> {
@@ -24,6 +24,19 @@ async function usedByAnAdmin(ctx: WriteContext, policyId: string): Promise<boole
   return row !== undefined;
 }
 
+/** `primary` with its signer list a list: a null one (written so, or stored so before) means none. */
+function withSignerList(primary: unknown): unknown {
+  if (typeof primary !== 'object' || primary === null) return primary;
+  const p = primary as { extJwt?: { allowedSigners?: unknown } };
+  if (!p.extJwt || Array.isArray(p.extJwt.allowedSigners)) return primary;
+  return { ...p, extJwt: { ...p.extJwt, allowedSigners: [] } };
+}
+
+/** `primary` reads with `extJwt.allowedSigners` a list, whatever a policy was stored with. */
+const primaryAsRead = computed({ primary: PrimaryReadSchema }, async (_ex, entities, answers) => {
+  for (const [i, e] of entities.entries()) answers[i]!.primary = withSignerList(e.primary);
+});
+
 /**
  * Changing or deleting the policy an admin logs in under changes the admin's access (say
  * `primary.updb.allowed: false`), so only an admin may do it, as only an admin may change an admin.
@@ -33,11 +46,13 @@ export function authPolicyBehaviour(): ResourceBehaviour {
     if (byDelegate(ctx) && (await usedByAnAdmin(ctx, policyId))) throw adminOnly('change the auth policy of an admin');
   };
   return {
-    async validate(ctx, _next, prev) {
+    async validate(ctx, next, prev) {
       if (prev) await guard(ctx, prev.id);
+      next.primary = withSignerList(next.primary);
     },
     async beforeDelete(ctx, prev) {
       await guard(ctx, prev.id);
     },
+    computed: [primaryAsRead],
   };
 }

@@ -1,7 +1,9 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { field, MAX_NAME, defineResource } from './kit.js';
 
-const SignerIds = Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: MAX_NAME }), { maxItems: 100 }), Type.Null()]);
+const SignerIdList = Type.Array(Type.String({ minLength: 1, maxLength: MAX_NAME }), { maxItems: 100 });
+/** Writes may send null for no signers (clients send an unset list so); it is stored and read as []. */
+const SignerIds = Type.Union([SignerIdList, Type.Null()]);
 
 const primaryParts = {
   cert: {
@@ -39,9 +41,12 @@ const secondaryParts = {
   requireExtJwtSigner: Type.Union([Type.String({ minLength: 1, maxLength: MAX_NAME }), Type.Null()]),
 };
 
+/** `primary` as it reads: allowedSigners always a list (empty: any signer). */
+export const PrimaryReadSchema = objectOf({ ...primaryParts, extJwt: { ...primaryParts.extJwt, allowedSigners: SignerIdList } }, false);
+
 export const DEFAULT_PRIMARY = {
   cert: { allowed: true, allowExpiredCerts: true },
-  extJwt: { allowed: true, allowedSigners: null },
+  extJwt: { allowed: true, allowedSigners: [] as string[] },
   updb: {
     allowed: true,
     lockoutDurationMinutes: 0,
@@ -55,7 +60,7 @@ export const DEFAULT_PRIMARY = {
 export const DEFAULT_SECONDARY = { requireTotp: false, requireExtJwtSigner: null };
 
 export interface AuthPolicyRules {
-  primary: typeof DEFAULT_PRIMARY & { extJwt: { allowedSigners: string[] | null } };
+  primary: typeof DEFAULT_PRIMARY;
   secondary: { requireTotp: boolean; requireExtJwtSigner: string | null };
 }
 
