@@ -109,7 +109,7 @@ describe('an MFA check', () => {
     expect(ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing).toBe(false);
     const data = ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin }));
     expect(data.apiSessionPostureData[apiSessionId]).toMatchObject({
-      endpointState: { wokenAt: expect.any(String), unlockedAt: null },
+      endpointState: { wokenAt: expect.any(String) },
       mfa: { apiSessionId, passedMfa: true },
     });
     // ENDPOINT_STATE is the same report under its own name
@@ -141,7 +141,7 @@ describe('POST /posture-response and /posture-response-bulk', () => {
     expectError(await bulk(Array.from({ length: 101 }, () => ({ id: 'x', typeId: 'DOMAIN', domain: 'x' }))), 400, 'COULD_NOT_VALIDATE');
     // nothing of a refused bulk is stored
     const data = ok(await call(t, 'GET', `${MGMT}/identities/${bob.id}/posture-data`, { token: net.admin }));
-    expect(data.domain).toBeNull();
+    expect(data.domain).toEqual({ postureCheckId: '', timedOut: false, domain: '' });
   });
 
   it('answer 401 without a credential', async () => {
@@ -194,7 +194,24 @@ describe('posture on the Management API', () => {
     ok(await client(t, 'DELETE', '/current-api-session', token));
     const after = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
     expect(Object.keys(after.apiSessionPostureData)).toHaveLength(1);
-    expect(after.os).toBeNull();
+    expect(after.os).toEqual({ postureCheckId: '', timedOut: false, type: '', version: '', build: '' });
+  });
+
+  it('GET /identities/{id}/posture-data before any report: os, domain and mac are objects, and no date-time is null', async () => {
+    const erin = await net.person('erin', ['staff']);
+    const token = await net.login(erin);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    const res = await call(t, 'GET', `${MGMT}/identities/${erin.id}/posture-data`, { token: net.admin });
+    const data = ok(res);
+    expect(data.os).toEqual({ postureCheckId: '', timedOut: false, type: '', version: '', build: '' });
+    expect(data.domain).toEqual({ postureCheckId: '', timedOut: false, domain: '' });
+    expect(data.mac).toEqual({ postureCheckId: '', timedOut: false, addresses: [] });
+    expect(data.processes).toEqual([]);
+    // not woken, not unlocked, no MFA passed: those times are left out rather than null
+    expect(data.apiSessionPostureData[apiSessionId].endpointState).toEqual({});
+    expect(data.apiSessionPostureData[apiSessionId].mfa).toEqual({ apiSessionId, passedMfa: false, passedOnUnlock: false, passedOnWake: false });
+    const topLevel = JSON.stringify({ ...data, apiSessionPostureData: Object.values(data.apiSessionPostureData).map((p: any) => ({ endpointState: p.endpointState, mfa: p.mfa })) });
+    expect(topLevel).not.toContain('null');
   });
 
   it('GET /identities/{id}/failed-service-requests lists the identity\u2019s refusals only, newest first, the newest few kept', async () => {

@@ -370,6 +370,9 @@ export class PostureStore implements Cache {
     const os = (r: Reported<OsReport> | undefined) => (r ? { ...meta(r), type: r.value.type, version: r.value.version, build: r.value.build } : null);
     const domain = (r: Reported<{ domain: string }> | undefined) => (r ? { ...meta(r), domain: r.value.domain } : null);
     const mac = (r: Reported<{ addresses: string[] }> | undefined) => (r ? { ...meta(r), addresses: r.value.addresses } : null);
+    // The identity's own os, domain and mac are objects even before any report: empty values, no
+    // postureCheckId, and no lastUpdatedAt (nothing was reported when).
+    const none = { postureCheckId: '', timedOut: false };
     const processes = (list: Iterable<Reported<ProcessReport>>) =>
       [...list].map((r) => ({
         ...meta(r),
@@ -389,15 +392,16 @@ export class PostureStore implements Cache {
     const apiSessionPostureData: Record<string, unknown> = {};
     for (const [id, p] of bySession) {
       const mfa = complete.get(id);
+      // A time not (yet) reported is left out: these are date-times, never null.
       apiSessionPostureData[id] = {
         endpointState: {
-          unlockedAt: p.endpointState.unlockedAt !== undefined ? iso(p.endpointState.unlockedAt) : null,
-          wokenAt: p.endpointState.wokenAt !== undefined ? iso(p.endpointState.wokenAt) : null,
+          ...(p.endpointState.unlockedAt !== undefined && { unlockedAt: iso(p.endpointState.unlockedAt) }),
+          ...(p.endpointState.wokenAt !== undefined && { wokenAt: iso(p.endpointState.wokenAt) }),
         },
         mfa: {
           apiSessionId: id,
           passedMfa: mfa?.done ?? false,
-          passedAt: mfa?.done ? mfa.at : null,
+          ...(mfa?.done && { passedAt: mfa.at }),
           passedOnUnlock: false,
           passedOnWake: false,
         },
@@ -410,9 +414,9 @@ export class PostureStore implements Cache {
     }
     return {
       apiSessionPostureData,
-      os: os(newest((p) => p.os)),
-      domain: domain(newest((p) => p.domain)),
-      mac: mac(newest((p) => p.mac)),
+      os: os(newest((p) => p.os)) ?? { ...none, type: '', version: '', build: '' },
+      domain: domain(newest((p) => p.domain)) ?? { ...none, domain: '' },
+      mac: mac(newest((p) => p.mac)) ?? { ...none, addresses: [] },
       processes: processes(latestProcesses.values()),
     };
   }
@@ -487,7 +491,12 @@ export const PostureFailureSchema = Type.Object({
   ),
 });
 
-const Stamp = { lastUpdatedAt: Type.String(), postureCheckId: Type.String(), timedOut: Type.Boolean() };
+const DateTime = Type.String({ format: 'date-time' });
+const Stamp = {
+  lastUpdatedAt: Type.Optional({ ...DateTime, description: 'when it was reported; absent before any report' }),
+  postureCheckId: Type.String({ description: 'the check it was reported for; empty before any report' }),
+  timedOut: Type.Boolean(),
+};
 const OsData = Type.Object({ ...Stamp, type: Type.String(), version: Type.String(), build: Type.String() });
 const DomainData = Type.Object({ ...Stamp, domain: Type.String() });
 const MacData = Type.Object({ ...Stamp, addresses: Type.Array(Type.String()) });
@@ -504,11 +513,11 @@ export const PostureDataSchema = Type.Object({
   apiSessionPostureData: Type.Record(
     Type.String(),
     Type.Object({
-      endpointState: Type.Object({ unlockedAt: Type.Union([Type.String(), Type.Null()]), wokenAt: Type.Union([Type.String(), Type.Null()]) }),
+      endpointState: Type.Object({ unlockedAt: Type.Optional(DateTime), wokenAt: Type.Optional(DateTime) }),
       mfa: Type.Object({
         apiSessionId: Type.String(),
         passedMfa: Type.Boolean(),
-        passedAt: Type.Union([Type.String(), Type.Null()]),
+        passedAt: Type.Optional(DateTime),
         passedOnUnlock: Type.Boolean(),
         passedOnWake: Type.Boolean(),
       }),
@@ -519,8 +528,8 @@ export const PostureDataSchema = Type.Object({
       processes: Type.Array(ProcessData),
     }),
   ),
-  os: Nullable(OsData),
-  domain: Nullable(DomainData),
-  mac: Nullable(MacData),
+  os: OsData,
+  domain: DomainData,
+  mac: MacData,
   processes: Type.Array(ProcessData),
 });
