@@ -57,6 +57,11 @@ describe.each([CLIENT, MGMT])('informational endpoints of %s', (base) => {
     expect(id).toBe(base === CLIENT ? 'edge-client' : 'edge-management');
     const one = json(await t.inject({ method: 'GET', url: `${base}/specs/${id}` }));
     expect(one.data.id).toBe(id);
+    // Base entity fields: made by the build, or at start when the build did not say when.
+    const built = Date.parse(t.app.core.build.buildDate);
+    const madeAt = new Date(Number.isNaN(built) ? t.clock() : built).toISOString();
+    expect(one.data).toMatchObject({ createdAt: madeAt, updatedAt: madeAt, tags: {} });
+    expect(specs.data[0]).toEqual(one.data);
     const doc = json(await t.inject({ method: 'GET', url: `${base}/specs/${id}/spec` }));
     expect(doc.openapi).toMatch(/^3\./);
     expect(doc.paths[`${base}/version`].get.operationId).toBe('listVersion');

@@ -2,6 +2,7 @@
 // EST CA certificates. Answers that never change are rendered once per listener.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { iso } from '../clock.js';
 import { notFound } from '../errors.js';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
 import type { Core } from '../app/core.js';
@@ -58,10 +59,15 @@ export function registerInfoRoutes(
   const capabilities = JSON.stringify(envelope([...CAPABILITIES]));
   const protocols = JSON.stringify(envelope({ https: { address } }));
   const specId = binding;
+  // The document is made by the build; a checkout run without build information made it at start.
+  const madeAt = Number.isNaN(Date.parse(core.build.buildDate)) ? iso(core.clock()) : iso(Date.parse(core.build.buildDate));
   const spec = {
     id: specId,
     name: API_NAMES[binding],
     _links: { self: { href: `./specs/${specId}` }, spec: { href: `./specs/${specId}/spec` } },
+    createdAt: madeAt,
+    updatedAt: madeAt,
+    tags: {},
   };
   const specs = JSON.stringify(envelope([spec]));
   const specOne = JSON.stringify(envelope(spec));
