@@ -205,22 +205,41 @@ describe('bad input', () => {
 
 describe('effective setting', () => {
   // Runs in order: first without any setting for this controller, then with global, then with both.
+  let startedAt: string;
+
   it('answers the built-in values for this controller before any setting exists', async () => {
-    expect(await effective(controllerId)).toEqual({
+    const answer = await effective(controllerId);
+    startedAt = answer.createdAt;
+    expect(answer).toEqual({
       _links: { self: { href: `./controller-settings/${controllerId}/effective` } },
       id: controllerId,
+      // the built-in values were taken from the configuration at start
+      createdAt: startedAt,
+      updatedAt: startedAt,
+      tags: {},
       controllerId,
-      oidc: { redirectUris: BUILT_IN, postLogoutUris: BUILT_IN },
+      effective: { oidc: { redirectUris: BUILT_IN, postLogoutUris: BUILT_IN } },
+      instance: { oidc: {} },
       sources: ['built-in'],
     });
-    expect(await effective('global')).toMatchObject({ id: 'global', oidc: { redirectUris: BUILT_IN }, sources: ['built-in'] });
+    expect(Date.parse(startedAt)).toBeLessThanOrEqual(t.clock());
+    expect(await effective('global')).toMatchObject({ id: 'global', effective: { oidc: { redirectUris: BUILT_IN } }, instance: { oidc: {} }, sources: ['built-in'] });
   });
 
   it('overlays the global setting on the built-in values', async () => {
-    expect((await create(admin, { controllerId: 'global', oidc: { redirectUris: ['https://global.example.com/cb'] } })).statusCode).toBe(201);
+    t.clock.advance(1_000);
+    expect((await create(admin, { controllerId: 'global', oidc: { redirectUris: ['https://global.example.com/cb'] }, tags: { scope: 'all' } })).statusCode).toBe(201);
     const expected = { redirectUris: ['https://global.example.com/cb'], postLogoutUris: BUILT_IN };
-    expect(await effective('global')).toMatchObject({ oidc: expected, sources: ['built-in', 'global'] });
-    expect(await effective(controllerId)).toMatchObject({ oidc: expected, sources: ['built-in', 'global'] });
+    const at = new Date(t.clock()).toISOString();
+    expect(await effective('global')).toMatchObject({
+      effective: { oidc: expected },
+      instance: { oidc: { redirectUris: ['https://global.example.com/cb'] } },
+      tags: { scope: 'all' },
+      createdAt: startedAt,
+      updatedAt: at,
+      sources: ['built-in', 'global'],
+    });
+    expect(await effective(controllerId)).toMatchObject({ effective: { oidc: expected }, instance: { oidc: {} }, tags: {}, updatedAt: at, sources: ['built-in', 'global'] });
   });
 
   it("overlays the controller's own setting last", async () => {
@@ -228,23 +247,27 @@ describe('effective setting', () => {
       (await create(admin, { controllerId, oidc: { postLogoutUris: ['https://own.example.com/bye'] } })).statusCode,
     ).toBe(201);
     expect(await effective(controllerId)).toMatchObject({
-      oidc: { redirectUris: ['https://global.example.com/cb'], postLogoutUris: ['https://own.example.com/bye'] },
+      effective: { oidc: { redirectUris: ['https://global.example.com/cb'], postLogoutUris: ['https://own.example.com/bye'] } },
+      instance: { oidc: { postLogoutUris: ['https://own.example.com/bye'] } },
       sources: ['built-in', 'global', controllerId],
     });
     // the global setting's own answer is unchanged
-    expect((await effective('global')).oidc.postLogoutUris).toEqual(BUILT_IN);
+    expect((await effective('global')).effective.oidc.postLogoutUris).toEqual(BUILT_IN);
 
+    t.clock.advance(1_000);
     expect(
       (await call(t, 'PATCH', `${MGMT}/controller-settings/${controllerId}`, { token: admin, body: { oidc: { redirectUris: ['https://own.example.com/cb'] } } }))
         .statusCode,
     ).toBe(200);
-    expect((await effective(controllerId)).oidc).toEqual({ redirectUris: ['https://own.example.com/cb'], postLogoutUris: BUILT_IN });
+    const after = await effective(controllerId);
+    expect(after.effective.oidc).toEqual({ redirectUris: ['https://own.example.com/cb'], postLogoutUris: BUILT_IN });
+    expect(after.updatedAt).toBe(new Date(t.clock()).toISOString());
   });
 
   it('answers for a controller id that only has a setting, and 404 for one that has neither', async () => {
     expect((await create(admin, { controllerId: 'elsewhere', oidc: { redirectUris: ['https://else.example.com/cb'] } })).statusCode).toBe(201);
     expect(await effective('elsewhere')).toMatchObject({
-      oidc: { redirectUris: ['https://else.example.com/cb'], postLogoutUris: BUILT_IN },
+      effective: { oidc: { redirectUris: ['https://else.example.com/cb'], postLogoutUris: BUILT_IN } },
       sources: ['built-in', 'global', 'elsewhere'],
     });
     expectError(await call(t, 'GET', `${MGMT}/controller-settings/unknown-controller/effective`, { token: admin }), 404, 'NOT_FOUND');
@@ -253,10 +276,10 @@ describe('effective setting', () => {
   it('falls back when a layer is removed', async () => {
     expect((await call(t, 'DELETE', `${MGMT}/controller-settings/global`, { token: admin })).statusCode).toBe(200);
     expect(await effective(controllerId)).toMatchObject({
-      oidc: { redirectUris: ['https://own.example.com/cb'], postLogoutUris: BUILT_IN },
+      effective: { oidc: { redirectUris: ['https://own.example.com/cb'], postLogoutUris: BUILT_IN } },
       sources: ['built-in', controllerId],
     });
-    expect((await effective('global')).sources).toEqual(['built-in']);
+    expect(await effective('global')).toMatchObject({ instance: { oidc: {} }, createdAt: startedAt, updatedAt: startedAt, sources: ['built-in'] });
   });
 });
 

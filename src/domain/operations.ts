@@ -138,36 +138,50 @@ export function controllerSettingBehaviour(): ResourceBehaviour {
   };
 }
 
+/** The built-in layer of the effective settings: the values, and when they were taken from the configuration. */
+export interface BuiltInLayer {
+  values: ControllerSettingValues;
+  /** When this controller read its configuration (its start). */
+  at: string;
+}
+
 /**
  * The setting a controller runs with: the built-in values, overlaid by the `global` setting, then by
  * the controller's own setting; each layer replaces the fields it sets (a list replaces a list).
  * Answers for `global`, for any id that has a setting and for any controller in the controllers
- * list (even without settings); any other id is unknown (404).
+ * list (even without settings); any other id is unknown (404). The answer is an entity of its own:
+ * `effective` is the merged values, `instance` what the id's own setting says (nothing without
+ * one), `sources` the layers merged; it came into being with its oldest layer and changed when its
+ * newest one did.
  */
-export async function effectiveControllerSetting(
-  resources: Resources,
-  builtIn: ControllerSettingValues,
-  id: string,
-): Promise<Answer> {
+export async function effectiveControllerSetting(resources: Resources, builtIn: BuiltInLayer, id: string): Promise<Answer> {
   const ex = resources.store.db;
   const settings = resources.get('controller-settings').repo;
-  const own = id === GLOBAL_SETTING_ID ? undefined : await settings.get(ex, id);
-  const global = await settings.get(ex, GLOBAL_SETTING_ID);
+  const own = await settings.get(ex, id);
+  const global = id === GLOBAL_SETTING_ID ? undefined : await settings.get(ex, GLOBAL_SETTING_ID);
   if (id !== GLOBAL_SETTING_ID && !own && !(await resources.get('controllers').repo.exists(ex, id))) {
     throw notFound('controller setting', id);
   }
   const sources = ['built-in'];
-  let values: Record<string, unknown> = structuredClone(builtIn) as unknown as Record<string, unknown>;
+  let values: Record<string, unknown> = structuredClone(builtIn.values) as unknown as Record<string, unknown>;
+  let createdAt = builtIn.at;
+  let updatedAt = builtIn.at;
   for (const layer of [global, own]) {
     if (!layer) continue;
     values = overlay(values, { oidc: layer.oidc ?? {} });
     sources.push(layer.id);
+    if (layer.createdAt < createdAt) createdAt = layer.createdAt;
+    if (layer.updatedAt > updatedAt) updatedAt = layer.updatedAt;
   }
   return {
     _links: { self: { href: `./controller-settings/${id}/effective` } },
     id,
+    createdAt,
+    updatedAt,
+    tags: own?.tags ?? {},
     controllerId: id,
-    ...values,
+    effective: values,
+    instance: { oidc: structuredClone(own?.oidc ?? {}) },
     sources,
   };
 }

@@ -3,8 +3,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
+import { iso } from '../../clock.js';
 import { builtInControllerSettings, countRecords, effectiveControllerSetting, revoke } from '../../domain/operations.js';
-import { createSchema, LinksSchema } from '../../resources/kit.js';
+import { createSchema, DateTimeSchema, LinksSchema, TagsSchema } from '../../resources/kit.js';
 import { envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
@@ -14,8 +15,18 @@ const UriList = Type.Array(Type.String());
 const EffectiveSettingSchema = Type.Object({
   _links: LinksSchema,
   id: Type.String(),
+  createdAt: DateTimeSchema,
+  updatedAt: DateTimeSchema,
+  tags: TagsSchema,
   controllerId: Type.String(),
-  oidc: Type.Object({ redirectUris: UriList, postLogoutUris: UriList }, { additionalProperties: true }),
+  effective: Type.Object(
+    { oidc: Type.Object({ redirectUris: UriList, postLogoutUris: UriList }, { additionalProperties: true }) },
+    { description: 'the values in force: built-in, overlaid by the global setting, then by the controller’s own' },
+  ),
+  instance: Type.Object(
+    { oidc: Type.Object({ redirectUris: Type.Optional(UriList), postLogoutUris: Type.Optional(UriList) }) },
+    { description: 'what the setting of this id itself says' },
+  ),
   sources: Type.Array(Type.String(), { description: 'the layers merged, in order: built-in, global, the controller id' }),
 });
 
@@ -49,7 +60,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, settings, flavor);
   registerResourceRoutes(app, r.get('controllers'), flavor);
 
-  const builtIn = builtInControllerSettings(core.config.web);
+  const builtIn = { values: builtInControllerSettings(core.config.web), at: iso(core.clock()) };
   app.get('/controller-settings/:id/effective', {
     config: { auth: routeAuth(settings.def.permission, 'read') },
     schema: {
