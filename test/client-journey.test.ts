@@ -56,7 +56,20 @@ describe('the journey of alice', () => {
         policyId: ids.bindDb,
         policyType: 'Bind',
         isPassing: false,
-        postureQueries: [{ id: ids.domainCheck, typeId: 'DOMAIN', queryType: 'DOMAIN', isPassing: false, timeout: -1, timeoutRemaining: -1 }],
+        postureQueries: [
+          {
+            _links: { self: { href: `./posture-checks/${ids.domainCheck}` } },
+            id: ids.domainCheck,
+            createdAt: expect.any(String),
+            updatedAt: expect.any(String),
+            tags: {},
+            typeId: 'DOMAIN',
+            queryType: 'DOMAIN',
+            isPassing: false,
+            timeout: -1,
+            timeoutRemaining: -1,
+          },
+        ],
       },
     ]);
   });

@@ -434,6 +434,15 @@ describe('what the calling admin may do with each service', () => {
     expect(list[dial].postureQueries).toEqual([
       { policyId: dialPolicy, policyType: 'Dial', isPassing: false, postureQueries: [expect.objectContaining({ id: check, typeId: 'DOMAIN', isPassing: false })] },
     ]);
+    // each posture query carries the base fields of its check
+    const checkAnswer = json(await call(t, 'GET', `${MGMT}/posture-checks/${check}`, { token: admin })).data;
+    expect(list[dial].postureQueries[0].postureQueries[0]).toMatchObject({
+      _links: { self: { href: `./posture-checks/${check}` } },
+      createdAt: checkAnswer.createdAt,
+      updatedAt: checkAnswer.updatedAt,
+      tags: {},
+      queryType: 'DOMAIN',
+    });
     // A service the admin may not use is still listed, with nothing it may do.
     expect(list[none]).toMatchObject({ permissions: [], postureQueries: [], config: { 'host.v1': { protocol: 'tcp', address: 'localhost', port: 443 } } });
 

@@ -7,23 +7,28 @@ import { Type } from '@sinclair/typebox';
 import { sql, type Expression, type SqlBool } from 'kysely';
 import type { Clock } from '../../clock.js';
 import { notFound } from '../../errors.js';
-import { entityLinks, type ResourceDef } from '../../resources/kit.js';
+import { DateTimeSchema, entityLinks, LinksSchema, TagsSchema, type Links, type ResourceDef } from '../../resources/kit.js';
+import { postureChecks as postureChecksDef } from '../../resources/posture-checks.js';
 import { services as servicesDef } from '../../resources/services.js';
 import type { Entity, ListQuery, Repository } from '../../store/repository.js';
 import type { Store } from '../../store/store.js';
-import { evaluatePolicy, postureQuery, type PostureCheck, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
+import { evaluatePolicy, postureQuery, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
 import { splitList } from '../../oidc/flow.js';
 import type { PolicyType } from '../related.js';
 import { AccessViews, type Access, type Grant } from './access-views.js';
 import type { Caller } from './caller.js';
-import type { ConfigTypeCatalog, PostureCheckCatalog, ServiceCatalog } from './catalogs.js';
+import type { ConfigTypeCatalog, PostureCheckCatalog, ServiceCatalog, StoredPostureCheck } from './catalogs.js';
 import type { PostureStore } from './posture-store.js';
 
 // ---- answers --------------------------------------------------------------------------------------
 
-/** A posture query as a client service answer carries it. */
+/** A posture query as a client service answer carries it: the check (its base fields) and its state. */
 export const PostureQuerySchema = Type.Object({
+  _links: LinksSchema,
   id: Type.String(),
+  createdAt: DateTimeSchema,
+  updatedAt: DateTimeSchema,
+  tags: TagsSchema,
   typeId: Type.String(),
   queryType: Type.String(),
   isPassing: Type.Boolean(),
@@ -35,11 +40,14 @@ export const PostureQuerySchema = Type.Object({
   processes: Type.Optional(Type.Array(Type.Object({ osType: Type.String(), path: Type.String() }))),
 });
 
+/** A posture query with the base fields of its check. */
+export type CheckPostureQuery = PostureQuery & Pick<StoredPostureCheck, 'createdAt' | 'updatedAt' | 'tags'> & { _links: Links };
+
 export interface PolicyPostureQueries {
   policyId: string;
   policyType: PolicyType;
   isPassing: boolean;
-  postureQueries: PostureQuery[];
+  postureQueries: CheckPostureQuery[];
 }
 
 /** Posture facts of a caller now. */
@@ -55,12 +63,18 @@ export async function factsOf(posture: PostureStore, caller: Caller, now: number
 export function policyPostureQueries(
   grants: readonly Grant[],
   checksOf: ReadonlyMap<string, readonly string[]>,
-  catalog: ReadonlyMap<string, PostureCheck>,
+  catalog: ReadonlyMap<string, StoredPostureCheck>,
   facts: PostureFacts,
 ): PolicyPostureQueries[] {
   return grants.map((g) => {
-    const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is PostureCheck => c !== undefined);
-    const queries = checks.map((c) => postureQuery(c, facts));
+    const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
+    const queries = checks.map((c): CheckPostureQuery => ({
+      _links: entityLinks(postureChecksDef, c.id),
+      createdAt: c.createdAt,
+      updatedAt: c.updatedAt,
+      tags: c.tags,
+      ...postureQuery(c, facts),
+    }));
     return { policyId: g.policyId, policyType: g.type, isPassing: evaluatePolicy(checks, facts).isPassing, postureQueries: queries };
   });
 }
@@ -228,7 +242,7 @@ export class ClientServices {
     const typeNames = await this.d.configTypes.names();
     if (versions) {
       for (const c of configs.values()) versions.push(...c.versions);
-      for (const c of catalog.values()) versions.push(`${c.id}@${String((c as unknown as Entity).updatedAt)}`);
+      for (const c of catalog.values()) versions.push(`${c.id}@${c.updatedAt}`);
     }
     return entities.map((e) => {
       const grants = access.services.get(e.id) ?? [];

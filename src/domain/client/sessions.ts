@@ -216,7 +216,7 @@ export class Sessions implements Cache {
     if (granting.length === 0) throw fieldError('type', `no service policy lets the caller ${type} this service`, type);
 
     const now = this.d.clock();
-    const catalog = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
+    const catalog: ReadonlyMap<string, PostureCheck> = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
     const facts = await factsOf(this.d.posture, caller, now);
     const evaluated = granting.map((g) => {
       const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is PostureCheck => c !== undefined);
