@@ -1,5 +1,6 @@
 // Services, config types and configs beyond CRUD: config type schemas, config data checked against
-// them, the configs of a service, identity service-config overrides, and the seeded config types.
+// them, the configs of a service, what a service answer carries for its caller, identity
+// service-config overrides, and the seeded config types.
 import { Type } from '@sinclair/typebox';
 import type { SqlFlavor } from '../query/flavor.js';
 import type { ValidateFunction } from 'ajv';
