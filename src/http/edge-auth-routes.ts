@@ -39,7 +39,13 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
 
   app.post('/authenticate', {
     config: { auth: PUBLIC },
-    schema: { operationId: 'authenticate', tags, querystring: AuthenticateQuery, body: Type.Optional(AuthenticateBody) },
+    schema: {
+      operationId: 'authenticate',
+      tags,
+      querystring: AuthenticateQuery,
+      // None at all for a certificate login (an empty body is none; see json-body.ts).
+      body: Type.Union([AuthenticateBody, Type.Null()]),
+    },
     handler: async (request, reply) => {
       const method = (request.query as { method?: string }).method;
       if (!method || !LOGIN_METHODS.includes(method as LoginMethod)) {

@@ -12,7 +12,6 @@ import {
   MAX_SERVICE_CONFIG_PAIRS,
   type ServiceConfigPair,
 } from '../../domain/services.js';
-import { ApiError } from '../../errors.js';
 import { EntityRefSchema, MAX_NAME } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
@@ -92,36 +91,20 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       return envelope(EMPTY);
     },
   });
-  // Its own context: "empty body" includes a JSON content type with nothing after it.
-  void app.register(async (scoped) => {
-    scoped.removeContentTypeParser('application/json');
-    scoped.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-      const text = String(body);
-      if (text.trim() === '') {
-        done(null, undefined);
-        return;
-      }
-      try {
-        done(null, JSON.parse(text));
-      } catch {
-        done(new ApiError('COULD_NOT_PARSE_BODY', 'the body is not valid JSON'), undefined);
-      }
-    });
-    scoped.delete(path, {
-      config: { auth: routeAuth(identities.def.permission, 'update') },
-      schema: {
-        operationId: 'disassociateIdentitysServiceConfigs',
-        tags,
-        params: IdParams,
-        // Absent, null or empty: every override of the identity.
-        body: Type.Union([ServiceConfigsAssignList, Type.Null()]),
-        response: { 200: dataEnvelopeSchema(Type.Object({})) },
-      },
-      handler: async (request) => {
-        const pairs = (request.body ?? undefined) as ServiceConfigPair[] | undefined;
-        await disassociateIdentityServiceConfigs(r, (request.params as { id: string }).id, pairs, actorOf(request));
-        return envelope(EMPTY);
-      },
-    });
+  app.delete(path, {
+    config: { auth: routeAuth(identities.def.permission, 'update') },
+    schema: {
+      operationId: 'disassociateIdentitysServiceConfigs',
+      tags,
+      params: IdParams,
+      // Absent, null or empty: every override of the identity.
+      body: Type.Union([ServiceConfigsAssignList, Type.Null()]),
+      response: { 200: dataEnvelopeSchema(Type.Object({})) },
+    },
+    handler: async (request) => {
+      const pairs = (request.body ?? undefined) as ServiceConfigPair[] | undefined;
+      await disassociateIdentityServiceConfigs(r, (request.params as { id: string }).id, pairs, actorOf(request));
+      return envelope(EMPTY);
+    },
   });
 }
