@@ -1,4 +1,4 @@
-// One Edge API (client or management) as an encapsulated Fastify plugin: its OpenAPI document,
+// One Edge API (client or management) as an encapsulated Fastify plugin: its OpenAPI document (openapi.ts),
 // its error rendering, the informational routes and the API's own routes.
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
@@ -8,6 +8,7 @@ import { API_VERSION } from './envelope.js';
 import { credentialHook } from './credentials.js';
 import { handleError, handleNotFound } from './errors.js';
 import { API_NAMES, EDGE_API_PATHS, registerInfoRoutes } from './info.js';
+import { documentOptions } from './openapi.js';
 
 export type EdgeBinding = Extract<ApiBinding, 'edge-client' | 'edge-management'>;
 
@@ -23,13 +24,7 @@ export interface EdgeApiOptions {
 export async function registerEdgeApi(server: FastifyInstance, opts: EdgeApiOptions): Promise<void> {
   await server.register(
     async (app) => {
-      await app.register(swagger, {
-        openapi: {
-          openapi: '3.0.3',
-          info: { title: API_NAMES[opts.binding], version: API_VERSION },
-          servers: [{ url: `https://${opts.address}` }],
-        },
-      });
+      await app.register(swagger, documentOptions(API_NAMES[opts.binding], API_VERSION, opts.address));
       app.setErrorHandler(handleError);
       app.setNotFoundHandler(handleNotFound);
       app.addHook('onRequest', credentialHook(opts.core));

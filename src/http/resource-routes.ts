@@ -2,7 +2,16 @@
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ALL_OPERATIONS, createSchema, patchSchema, updateSchema, type Operation } from '../resources/kit.js';
+import {
+  ALL_OPERATIONS,
+  createSchema,
+  LinksSchema,
+  patchSchema,
+  schemaNames,
+  updateSchema,
+  type Operation,
+  type ResourceDef,
+} from '../resources/kit.js';
 import type { Actor, ResourceService } from '../domain/resources.js';
 import './credentials.js';
 import type { SqlFlavor } from '../query/flavor.js';
@@ -29,16 +38,37 @@ export const ListQuerySchema = Type.Object(
   { additionalProperties: true },
 );
 
-const MetaSchema = Type.Object({}, { additionalProperties: true });
+/** `meta` of every envelope (behaviour.md §1); open, as later versions may add to it. */
+export const MetaSchema = Type.Object(
+  {
+    apiVersion: Type.String(),
+    apiEnrollmentVersion: Type.String(),
+    pagination: Type.Optional(Type.Object({ limit: Type.Integer(), offset: Type.Integer(), totalCount: Type.Integer() }, { title: 'pagination' })),
+    filterableFields: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: true, title: 'meta' },
+);
 
-export function dataEnvelopeSchema(data: TSchema): TSchema {
-  return Type.Object({ data, meta: MetaSchema });
+/** `{data, meta}`; `title` names it in the OpenAPI documents. */
+export function dataEnvelopeSchema(data: TSchema, title?: string): TSchema {
+  return Type.Object({ data, meta: MetaSchema }, title !== undefined ? { title } : {});
 }
 
-const CreatedSchema = dataEnvelopeSchema(
-  Type.Object({ id: Type.String(), _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })) }),
-);
-const EmptySchema = dataEnvelopeSchema(Type.Object({}));
+/** The answer of a list of a resource (its own list, a related list, ...). */
+export function listEnvelopeSchema(def: ResourceDef, read: TSchema): TSchema {
+  const names = schemaNames(def);
+  return dataEnvelopeSchema(Type.Array(read, { title: names.list }), names.listEnvelope);
+}
+
+/** The answer of one record of a resource. */
+export function detailEnvelopeSchema(def: ResourceDef, read: TSchema): TSchema {
+  return dataEnvelopeSchema(read, schemaNames(def).detailEnvelope);
+}
+
+/** The answer of a create: the new record's id and link. */
+export const CreatedSchema = dataEnvelopeSchema(Type.Object({ id: Type.String(), _links: LinksSchema }, { title: 'createLocation' }), 'createEnvelope');
+/** The answer of a write that returns nothing (delete, patch, full update, ...). */
+export const EmptySchema = dataEnvelopeSchema(Type.Object({}, { title: 'empty' }), 'emptyEnvelope');
 
 const ACTION: Record<Operation, Action> = {
   list: 'read',
@@ -98,7 +128,7 @@ export function registerResourceRoutes(
         querystring: options.listQueryExtra
           ? Type.Composite([ListQuerySchema, Type.Object(options.listQueryExtra)], { additionalProperties: true })
           : ListQuerySchema,
-        response: { 200: dataEnvelopeSchema(Type.Array(read)) },
+        response: { 200: listEnvelopeSchema(def, read) },
       },
       handler: async (request) => {
         const query = request.query as Record<string, unknown>;
@@ -117,7 +147,7 @@ export function registerResourceRoutes(
         operationId: operationId(service, 'get'),
         tags,
         params: IdParams,
-        response: { 200: dataEnvelopeSchema(read) },
+        response: { 200: detailEnvelopeSchema(def, read) },
       },
       handler: async (request) => envelope(await service.get((request.params as { id: string }).id)),
     });

@@ -297,17 +297,20 @@ export const field = {
 export const TagsSchema = Type.Record(
   Type.String({ minLength: 1, maxLength: MAX_KEY }),
   Type.Union([Type.String({ maxLength: 4096 }), Type.Boolean(), Type.Null()]),
-  { maxProperties: 100, description: 'user-defined fields; values are null, string or boolean' },
+  { maxProperties: 100, description: 'user-defined fields; values are null, string or boolean', title: 'tags' },
 );
 
-export const LinkSchema = Type.Object({ href: Type.String() });
-export const LinksSchema = Type.Record(Type.String(), LinkSchema);
-export const EntityRefSchema = Type.Object({
-  _links: LinksSchema,
-  entity: Type.String(),
-  id: Type.String(),
-  name: Type.String(),
-});
+export const LinkSchema = Type.Object({ href: Type.String() }, { title: 'link' });
+export const LinksSchema = Type.Record(Type.String(), LinkSchema, { title: 'links' });
+export const EntityRefSchema = Type.Object(
+  {
+    _links: LinksSchema,
+    entity: Type.String(),
+    id: Type.String(),
+    name: Type.String(),
+  },
+  { title: 'entityRef' },
+);
 export const DateTimeSchema = Type.String({ format: 'date-time' });
 
 function valueSchema(f: FieldDef): TSchema {
@@ -375,7 +378,7 @@ function writeSchema(def: ResourceDef, mode: Mode): TObject {
     Object.fromEntries(
       Object.entries(props).map(([k, s]) => [k, required.includes(k) ? s : Type.Optional(s)]),
     ),
-    { additionalProperties: true },
+    { additionalProperties: true, title: schemaNames(def)[mode] },
   );
 }
 
@@ -387,6 +390,55 @@ export function updateSchema(def: ResourceDef): TObject {
 }
 export function patchSchema(def: ResourceDef): TObject {
   return writeSchema(def, 'patch');
+}
+
+// ---- schema names ----------------------------------------------------------------------------
+
+function words(text: string): string[] {
+  return text.split(/[-\s]+/).filter((w) => w !== '');
+}
+
+function capitalised(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1).toLowerCase();
+}
+
+/** `edge-routers` → `EdgeRouters`, `API session` → `ApiSession`. */
+export function pascalCase(text: string): string {
+  return words(text).map(capitalised).join('');
+}
+
+/** `API session` → `apiSession`. */
+export function camelCase(text: string): string {
+  const pascal = pascalCase(text);
+  return pascal.charAt(0).toLowerCase() + pascal.slice(1);
+}
+
+export interface SchemaNames {
+  create: string;
+  update: string;
+  patch: string;
+  detail: string;
+  list: string;
+  listEnvelope: string;
+  detailEnvelope: string;
+}
+
+/**
+ * The names of a resource's schemas in the OpenAPI documents (each a named component there, so a
+ * generated client has one type per shape): those of the established documents, e.g. identityCreate,
+ * identityDetail, listIdentitiesEnvelope, detailIdentityEnvelope. Carried as the schemas' `title`.
+ */
+export function schemaNames(def: ResourceDef): SchemaNames {
+  const one = camelCase(def.label);
+  return {
+    create: `${one}Create`,
+    update: `${one}Update`,
+    patch: `${one}Patch`,
+    detail: `${one}Detail`,
+    list: `${one}List`,
+    listEnvelope: `list${pascalCase(def.name)}Envelope`,
+    detailEnvelope: `detail${pascalCase(def.label)}Envelope`,
+  };
 }
 
 /**
@@ -425,7 +477,7 @@ export function readSchema(def: ResourceDef, extra: Record<string, TSchema> = {}
     if (f.kind === 'ref') props[refAs(name, f)] = Type.Union([EntityRefSchema, Type.Null()]);
   }
   Object.assign(props, extra);
-  return Type.Object(props);
+  return Type.Object(props, { title: schemaNames(def).detail });
 }
 
 // ---- filters ---------------------------------------------------------------------------------
