@@ -14,7 +14,16 @@ import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
 import { expiryHeaders, peerCertificate, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
-import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
+import { named } from './openapi.js';
+import {
+  actorOf,
+  dataEnvelopeSchema,
+  detailEnvelopeSchema,
+  EmptySchema,
+  IdParams,
+  listEnvelopeSchema,
+  ListQuerySchema,
+} from './resource-routes.js';
 
 const AuthenticateBody = Type.Object(
   {
@@ -24,7 +33,7 @@ const AuthenticateBody = Type.Object(
     envInfo: Type.Optional(EnvInfoSchema),
     sdkInfo: Type.Optional(SdkInfoSchema),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, title: 'authenticate' },
 );
 
 const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: true });
@@ -35,7 +44,10 @@ const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 10
 export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
   const serialisedIdentities = new WeakMap<object, string>();
   const authenticatorRead = core.resources.get('authenticators').read;
+  const identities = core.resources.get('identities');
   const tags = ['authentication'];
+  // The caller's API session; the answer of authenticate also carries its token.
+  const CurrentSession = dataEnvelopeSchema(named(SessionAnswerSchema, 'currentApiSessionDetail'), 'currentApiSessionDetailEnvelope');
 
   app.post('/authenticate', {
     config: { auth: PUBLIC },
@@ -45,6 +57,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       querystring: AuthenticateQuery,
       // None at all for a certificate login (an empty body is none; see json-body.ts).
       body: Type.Union([AuthenticateBody, Type.Null()]),
+      response: { 200: CurrentSession },
     },
     handler: async (request, reply) => {
       const method = (request.query as { method?: string }).method;
@@ -87,7 +100,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
 
   app.get('/current-api-session', {
     config: { auth: PARTIAL_SESSION },
-    schema: { operationId: 'getCurrentAPISession', tags, response: { 200: dataEnvelopeSchema(SessionAnswerSchema) } },
+    schema: { operationId: 'getCurrentAPISession', tags, response: { 200: CurrentSession } },
     handler: async (request) => {
       const { session, identity } = principalOf(request);
       return envelope(sessionAnswer(core.sessions, session, identity.name, core.clock()));
@@ -96,7 +109,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
 
   app.delete('/current-api-session', {
     config: { auth: PARTIAL_SESSION },
-    schema: { operationId: 'deleteCurrentApiSession', tags },
+    schema: { operationId: 'deleteCurrentApiSession', tags, response: { 200: EmptySchema } },
     handler: async (request, reply) => {
       const { session } = principalOf(request);
       await core.sessions.delete(session.id);
@@ -110,7 +123,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'getCurrentIdentity',
       tags: ['current-identity'],
-      response: { 200: dataEnvelopeSchema(core.resources.get('identities').read) },
+      response: { 200: detailEnvelopeSchema(identities.def, identities.read) },
     },
     handler: async (request, reply) => {
       // The answer object lives until something it shows changes; so does its serialised form.
@@ -134,7 +147,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'listCurrentIdentityAuthenticators',
       tags: ctags,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(authenticatorRead)) },
+      response: { 200: listEnvelopeSchema(authenticatorsDef, authenticatorRead) },
     },
     handler: async (request) => {
       const list = parseList(request.query as Record<string, unknown>, authenticators.filter, core.resources.flavor);
@@ -149,14 +162,14 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'detailCurrentIdentityAuthenticator',
       tags: ctags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(authenticatorRead) },
+      response: { 200: detailEnvelopeSchema(authenticatorsDef, authenticatorRead) },
     },
     handler: async (request) =>
       envelope(await ownAuthenticatorAnswer(core.resources, principalOf(request).identity.id, (request.params as { id: string }).id)),
   });
 
-  const patchBody = Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]);
-  const updateBody = Type.Composite([updateSchema(authenticatorsDef), Type.Object(WithCurrent)]);
+  const patchBody = named(Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]), 'authenticatorPatchWithCurrent');
+  const updateBody = named(Type.Composite([updateSchema(authenticatorsDef), Type.Object(WithCurrent)]), 'authenticatorUpdateWithCurrent');
   for (const [verb, body, operationId] of [
     ['patch', patchBody, 'patchCurrentIdentityAuthenticator'],
     ['put', updateBody, 'updateCurrentIdentityAuthenticator'],
@@ -165,7 +178,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       method: verb === 'patch' ? 'PATCH' : 'PUT',
       url: '/current-identity/authenticators/:id',
       config: { auth: SESSION },
-      schema: { operationId, tags: ctags, params: IdParams, body },
+      schema: { operationId, tags: ctags, params: IdParams, body, response: { 200: EmptySchema } },
       handler: async (request) => {
         const { currentPassword, ...fields } = request.body as Record<string, unknown> & { currentPassword: string };
         const actor = actorOf(request);

@@ -6,6 +6,8 @@ import { notFound } from '../errors.js';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
 import type { Core } from '../app/core.js';
 import { envelope } from './envelope.js';
+import { LinksSchema } from '../resources/kit.js';
+import { dataEnvelopeSchema } from './resource-routes.js';
 import { PUBLIC } from './auth-requirements.js';
 
 export const EDGE_API_PATHS: Record<ApiBinding, string> = {
@@ -46,6 +48,33 @@ export function versionRecord(core: Core): Record<string, unknown> {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+// The answers, declared for the OpenAPI documents (the routes send text rendered once).
+const ApiVersionSchema = Type.Object(
+  { path: Type.String(), version: Type.String(), apiBaseUrls: Type.Array(Type.String()) },
+  { title: 'apiVersion' },
+);
+const VersionSchema = Type.Object(
+  {
+    version: Type.String(),
+    revision: Type.String(),
+    buildDate: Type.String(),
+    runtimeVersion: Type.String(),
+    capabilities: Type.Array(Type.String()),
+    apiVersions: Type.Record(Type.String(), Type.Record(Type.String(), ApiVersionSchema), {
+      description: 'binding → API version → where it is served',
+    }),
+  },
+  { title: 'version' },
+);
+const SpecSchema = Type.Object({ id: Type.String(), name: Type.String(), _links: LinksSchema }, { title: 'specDetail' });
+const ProtocolsSchema = Type.Record(Type.String(), Type.Object({ address: Type.String() }, { title: 'protocol' }), {
+  title: 'listProtocols',
+  description: 'protocol → the address it is served at',
+});
+const Version = dataEnvelopeSchema(VersionSchema, 'listVersionEnvelope');
+/** The document itself (not in an envelope), as JSON or, asked for with Accept, as YAML text. */
+const SpecBodySchema = Type.Object({}, { additionalProperties: true, title: 'specBody', description: 'the OpenAPI document' });
+
 export function registerInfoRoutes(
   app: FastifyInstance,
   core: Core,
@@ -67,27 +96,42 @@ export function registerInfoRoutes(
   const specOne = JSON.stringify(envelope(spec));
   void listener;
 
-  app.get('/', { config, schema: { operationId: 'listRoot', tags: ['informational'] } }, (_req, reply) =>
+  const tags = ['informational'];
+  app.get('/', { config, schema: { operationId: 'listRoot', tags, response: { 200: Version } } }, (_req, reply) =>
     reply.type(JSON_TYPE).send(version),
   );
-  app.get('/version', { config, schema: { operationId: 'listVersion', tags: ['informational'] } }, (_req, reply) =>
+  app.get('/version', { config, schema: { operationId: 'listVersion', tags, response: { 200: Version } } }, (_req, reply) =>
     reply.type(JSON_TYPE).send(version),
   );
   app.get(
     '/enumerated-capabilities',
-    { config, schema: { operationId: 'listEnumeratedCapabilities', tags: ['informational'] } },
+    {
+      config,
+      schema: {
+        operationId: 'listEnumeratedCapabilities',
+        tags,
+        response: { 200: dataEnvelopeSchema(Type.Array(Type.String()), 'listEnumeratedCapabilitiesEnvelope') },
+      },
+    },
     (_req, reply) => reply.type(JSON_TYPE).send(capabilities),
   );
-  app.get('/protocols', { config, schema: { operationId: 'listProtocols', tags: ['informational'] } }, (_req, reply) =>
-    reply.type(JSON_TYPE).send(protocols),
+  app.get(
+    '/protocols',
+    { config, schema: { operationId: 'listProtocols', tags, response: { 200: dataEnvelopeSchema(ProtocolsSchema, 'listProtocolsEnvelope') } } },
+    (_req, reply) => reply.type(JSON_TYPE).send(protocols),
   );
-  app.get('/specs', { config, schema: { operationId: 'listSpecs', tags: ['informational'] } }, (_req, reply) =>
-    reply.type(JSON_TYPE).send(specs),
+  app.get(
+    '/specs',
+    { config, schema: { operationId: 'listSpecs', tags, response: { 200: dataEnvelopeSchema(Type.Array(SpecSchema), 'listSpecsEnvelope') } } },
+    (_req, reply) => reply.type(JSON_TYPE).send(specs),
   );
   const SpecParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
   app.get(
     '/specs/:id',
-    { config, schema: { operationId: 'detailSpec', tags: ['informational'], params: SpecParams } },
+    {
+      config,
+      schema: { operationId: 'detailSpec', tags, params: SpecParams, response: { 200: dataEnvelopeSchema(SpecSchema, 'detailSpecEnvelope') } },
+    },
     (req, reply) => {
       if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
       return reply.type(JSON_TYPE).send(specOne);
@@ -95,7 +139,16 @@ export function registerInfoRoutes(
   );
   app.get(
     '/specs/:id/spec',
-    { config, schema: { operationId: 'detailSpecBody', tags: ['informational'], params: SpecParams } },
+    {
+      config,
+      schema: {
+        operationId: 'detailSpecBody',
+        tags,
+        params: SpecParams,
+        produces: ['application/json', 'text/yaml'],
+        response: { 200: SpecBodySchema },
+      },
+    },
     (req, reply) => {
       if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
       const accept = req.headers.accept ?? '';
@@ -105,7 +158,15 @@ export function registerInfoRoutes(
   );
   app.get(
     '/.well-known/est/cacerts',
-    { config, schema: { operationId: 'listWellKnownCas', tags: ['well-known'] } },
+    {
+      config,
+      schema: {
+        operationId: 'listWellKnownCas',
+        tags: ['well-known'],
+        produces: ['application/pkcs7-mime'],
+        response: { 200: Type.String({ description: 'the CA certificates, a base64 encoded PKCS #7 bundle' }) },
+      },
+    },
     (_req, reply) =>
       reply
         .type('application/pkcs7-mime')

@@ -1,6 +1,5 @@
 // The controllers list of the Edge Client API: any authenticated caller may learn which controllers
 // serve the network (SDKs use it to find the others).
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { ResourceService } from '../../domain/resources.js';
 import type { SqlFlavor } from '../../query/flavor.js';
@@ -8,7 +7,7 @@ import { readSchema } from '../../resources/kit.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, ListQuerySchema } from '../resource-routes.js';
+import { listEnvelopeSchema, ListQuerySchema } from '../resource-routes.js';
 
 export interface ClientControllersRouteDeps {
   flavor: SqlFlavor;
@@ -22,7 +21,7 @@ export function clientControllersRoutes(app: FastifyInstance, { flavor, controll
       operationId: 'listControllers',
       tags: [controllers.def.name],
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(readSchema(controllers.def))) },
+      response: { 200: listEnvelopeSchema(controllers.def, readSchema(controllers.def)) },
     },
     handler: async (request) => {
       const list = parseList(request.query as Record<string, unknown>, controllers.filter, flavor);

@@ -28,7 +28,12 @@ export function clientExternalJwtSignersRoutes(app: FastifyInstance, { flavor }:
       operationId: 'listExternalJwtSigners',
       tags: ['external-jwt-signers'],
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(Type.Object({}, { additionalProperties: true }))) },
+      response: {
+        200: dataEnvelopeSchema(
+          Type.Array(Type.Object({}, { additionalProperties: true, title: 'clientExternalJwtSignerDetail' })),
+          'listClientExternalJwtSignersEnvelope',
+        ),
+      },
     },
     handler: async (request) => {
       const list = parseList(request.query as Record<string, unknown>, SIGNER_FILTER, flavor);

@@ -1,6 +1,5 @@
 // Posture responses on the Client API: what the caller's device reports, stored for its API session
 // and evaluated when it asks for a session.
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import {
   checkResponses,
@@ -11,7 +10,8 @@ import {
 } from '../../domain/client/posture-store.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
-import { dataEnvelopeSchema } from '../resource-routes.js';
+import { named } from '../openapi.js';
+import { EmptySchema } from '../resource-routes.js';
 import { callerOf } from './request.js';
 
 export interface ClientPostureRouteDeps {
@@ -20,11 +20,10 @@ export interface ClientPostureRouteDeps {
 
 export function clientPostureRoutes(app: FastifyInstance, { posture }: ClientPostureRouteDeps): void {
   const tags = ['posture'];
-  const Empty = dataEnvelopeSchema(Type.Object({}));
 
   app.post('/posture-response', {
     config: { auth: SESSION },
-    schema: { operationId: 'createPostureResponse', tags, body: PostureResponseSchema, response: { 200: Empty } },
+    schema: { operationId: 'createPostureResponse', tags, body: named(PostureResponseSchema, 'postureResponseCreate'), response: { 200: EmptySchema } },
     handler: async (request) => {
       const response = request.body as PostureResponse;
       checkResponses([response], (_i, name) => name);
@@ -36,7 +35,7 @@ export function clientPostureRoutes(app: FastifyInstance, { posture }: ClientPos
 
   app.post('/posture-response-bulk', {
     config: { auth: SESSION },
-    schema: { operationId: 'createPostureResponseBulk', tags, body: PostureResponseBulkSchema, response: { 200: Empty } },
+    schema: { operationId: 'createPostureResponseBulk', tags, body: PostureResponseBulkSchema, response: { 200: EmptySchema } },
     handler: async (request) => {
       const responses = request.body as PostureResponse[];
       checkResponses(responses, (i, name) => `[${i}].${name}`);

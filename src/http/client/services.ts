@@ -18,7 +18,8 @@ import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
+import { named } from '../openapi.js';
+import { dataEnvelopeSchema, IdParams, listEnvelopeSchema, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
 import type { AnswerCache } from './answer-cache.js';
 import { callerOf } from './request.js';
 
@@ -66,7 +67,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
   const edgeRouters = resources.get('edge-routers');
   const tags = ['services'];
   // A service as the Management API reads it, and what the caller may do with it.
-  const ClientServiceSchema = Type.Object({ ...services.read.properties, ...ClientServiceFields });
+  const ClientServiceSchema = Type.Object({ ...services.read.properties, ...ClientServiceFields }, { title: 'serviceDetail' });
+  const EdgeRouterItem = named(ClientEdgeRouterListItemSchema, 'currentIdentityEdgeRouterDetail');
 
   app.get('/services', {
     config: { auth: SESSION },
@@ -74,7 +76,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       operationId: 'listServices',
       tags,
       querystring: ServicesQuery,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientServiceSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientServiceSchema, { title: 'serviceList' }), 'listServicesEnvelope') },
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
@@ -100,7 +102,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       tags,
       params: IdParams,
       querystring: ServiceQuery,
-      response: { 200: dataEnvelopeSchema(ClientServiceSchema) },
+      response: { 200: dataEnvelopeSchema(ClientServiceSchema, 'detailServiceEnvelope') },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
@@ -119,7 +121,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       params: IdParams,
       headers: SessionTokenHeaders,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(EdgeRouterItem)) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
@@ -142,7 +144,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       tags,
       params: IdParams,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(terminators.read)) },
+      response: { 200: listEnvelopeSchema(terminators.def, terminators.read) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
@@ -159,7 +161,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       operationId: 'getCurrentIdentityEdgeRouters',
       tags: ['current-identity'],
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(EdgeRouterItem)) },
     },
     handler: async (request) => {
       const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };

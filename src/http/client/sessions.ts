@@ -7,7 +7,8 @@ import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { named } from '../openapi.js';
+import { dataEnvelopeSchema, EmptySchema, IdParams, ListQuerySchema } from '../resource-routes.js';
 import { callerOf, type IssuerOf } from './request.js';
 
 export interface ClientSessionsRouteDeps {
@@ -18,6 +19,7 @@ export interface ClientSessionsRouteDeps {
 
 export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, issuerOf }: ClientSessionsRouteDeps): void {
   const tags = ['sessions'];
+  const Session = named(SessionSchema, 'sessionDetail');
 
   app.get('/sessions', {
     config: { auth: SESSION },
@@ -25,7 +27,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
       operationId: 'listSessions',
       tags,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(SessionSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(Session, { title: 'sessionList' }), 'listSessionsEnvelope') },
     },
     handler: async (request) => {
       const caller = callerOf(request);
@@ -43,8 +45,8 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     schema: {
       operationId: 'createSession',
       tags,
-      body: SessionCreateSchema,
-      response: { 201: dataEnvelopeSchema(SessionSchema) },
+      body: named(SessionCreateSchema, 'sessionCreate'),
+      response: { 201: dataEnvelopeSchema(Session, 'sessionCreateEnvelope') },
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
@@ -61,7 +63,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
       operationId: 'detailSession',
       tags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(SessionSchema) },
+      response: { 200: dataEnvelopeSchema(Session, 'detailSessionEnvelope') },
     },
     handler: async (request) => {
       const caller = callerOf(request);
@@ -75,7 +77,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
 
   app.delete('/sessions/:id', {
     config: { auth: SESSION },
-    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
+    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
       await sessions.delete(await sessions.own(callerOf(request), (request.params as { id: string }).id));
       return envelope(EMPTY);

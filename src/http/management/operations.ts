@@ -7,22 +7,24 @@ import { builtInControllerSettings, countRecords, effectiveControllerSetting, re
 import { createSchema, LinksSchema } from '../../resources/kit.js';
 import { envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
-import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, CreatedSchema, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 const UriList = Type.Array(Type.String());
 
-const EffectiveSettingSchema = Type.Object({
-  _links: LinksSchema,
-  id: Type.String(),
-  controllerId: Type.String(),
-  oidc: Type.Object({ redirectUris: UriList, postLogoutUris: UriList }, { additionalProperties: true }),
-  sources: Type.Array(Type.String(), { description: 'the layers merged, in order: built-in, global, the controller id' }),
-});
-
-const CreatedSchema = dataEnvelopeSchema(Type.Object({ id: Type.String(), _links: LinksSchema }));
+const EffectiveSettingSchema = Type.Object(
+  {
+    _links: LinksSchema,
+    id: Type.String(),
+    controllerId: Type.String(),
+    oidc: Type.Object({ redirectUris: UriList, postLogoutUris: UriList }, { additionalProperties: true }),
+    sources: Type.Array(Type.String(), { description: 'the layers merged, in order: built-in, global, the controller id' }),
+  },
+  { title: 'controllerSettingEffective' },
+);
 
 const SummarySchema = Type.Record(Type.String(), Type.Integer(), {
   description: 'collection name → number of records',
+  title: 'listSummaryCounts',
 });
 
 export function operationsRoutes(app: FastifyInstance, core: Core): void {
@@ -56,7 +58,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'detailControllerSettingEffective',
       tags: [settings.def.name],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(EffectiveSettingSchema) },
+      response: { 200: dataEnvelopeSchema(EffectiveSettingSchema, 'detailControllerSettingEffectiveEnvelope') },
     },
     handler: async (request) =>
       envelope(await effectiveControllerSetting(r, builtIn, (request.params as { id: string }).id)),
@@ -67,7 +69,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'listSummary',
       tags: ['informational'],
-      response: { 200: dataEnvelopeSchema(SummarySchema) },
+      response: { 200: dataEnvelopeSchema(SummarySchema, 'listSummaryCountsEnvelope') },
     },
     handler: async () => envelope(await countRecords(r)),
   });

@@ -15,7 +15,7 @@ import {
 import { EntityRefSchema, MAX_NAME } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
-import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, dataEnvelopeSchema, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -38,16 +38,20 @@ const ServiceConfigPairSchema = Type.Object(
 const ServiceConfigsAssignList = Type.Array(ServiceConfigPairSchema, {
   maxItems: MAX_SERVICE_CONFIG_PAIRS,
   description: 'service / config pairs',
+  title: 'serviceConfigsAssignList',
 });
 
-const IdentityServiceConfigSchema = Type.Object({
-  serviceId: Type.String(),
-  configId: Type.String(),
-  configTypeId: Type.String(),
-  service: EntityRefSchema,
-  config: EntityRefSchema,
-  configType: EntityRefSchema,
-});
+const IdentityServiceConfigSchema = Type.Object(
+  {
+    serviceId: Type.String(),
+    configId: Type.String(),
+    configTypeId: Type.String(),
+    service: EntityRefSchema,
+    config: EntityRefSchema,
+    configType: EntityRefSchema,
+  },
+  { title: 'serviceConfigDetail' },
+);
 
 export function servicesRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
@@ -72,7 +76,7 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'listIdentitysServiceConfigs',
       tags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(IdentityServiceConfigSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(IdentityServiceConfigSchema), 'listServiceConfigsEnvelope') },
     },
     handler: async (request) => envelope(await listIdentityServiceConfigs(r, (request.params as { id: string }).id)),
   });
@@ -83,7 +87,7 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       tags,
       params: IdParams,
       body: ServiceConfigsAssignList,
-      response: { 200: dataEnvelopeSchema(Type.Object({})) },
+      response: { 200: EmptySchema },
     },
     handler: async (request) => {
       const pairs = request.body as ServiceConfigPair[];
@@ -99,7 +103,7 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       params: IdParams,
       // Absent, null or empty: every override of the identity.
       body: Type.Union([ServiceConfigsAssignList, Type.Null()]),
-      response: { 200: dataEnvelopeSchema(Type.Object({})) },
+      response: { 200: EmptySchema },
     },
     handler: async (request) => {
       const pairs = (request.body ?? undefined) as ServiceConfigPair[] | undefined;

@@ -9,7 +9,8 @@ import type { SqlFlavor } from '../../query/flavor.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { named } from '../openapi.js';
+import { dataEnvelopeSchema, EmptySchema, IdParams, ListQuerySchema } from '../resource-routes.js';
 
 export interface ManagementSessionsRouteDeps {
   flavor: SqlFlavor;
@@ -21,10 +22,11 @@ export interface ManagementSessionsRouteDeps {
 export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSessionsRouteDeps): void {
   const { flavor, sessions, posture, identities } = d;
   const tags = ['sessions'];
+  const Session = named(SessionSchema, 'sessionDetail');
 
   app.get('/sessions', {
     config: { auth: routeAuth(null, 'read') },
-    schema: { operationId: 'listSessions', tags, querystring: ListQuerySchema, response: { 200: dataEnvelopeSchema(Type.Array(SessionSchema)) } },
+    schema: { operationId: 'listSessions', tags, querystring: ListQuerySchema, response: { 200: dataEnvelopeSchema(Type.Array(Session, { title: 'sessionList' }), 'listSessionsEnvelope') } },
     handler: async (request) => {
       const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
       const { items, total } = await sessions.list(list.query);
@@ -34,7 +36,7 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
 
   app.get('/sessions/:id', {
     config: { auth: routeAuth(null, 'read') },
-    schema: { operationId: 'detailSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(SessionSchema) } },
+    schema: { operationId: 'detailSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Session, 'detailSessionEnvelope') } },
     handler: async (request) => {
       const [answer] = await sessions.present([await sessions.get((request.params as { id: string }).id)]);
       return envelope(answer);
@@ -43,7 +45,7 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
 
   app.delete('/sessions/:id', {
     config: { auth: routeAuth(null, 'delete') },
-    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
+    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
       await sessions.delete(await sessions.get((request.params as { id: string }).id));
       return envelope(EMPTY);
@@ -58,7 +60,12 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
       operationId: 'detailSessionRoutePath',
       tags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Object({ routePath: Type.Array(Type.String(), { description: 'router names, ingress first' }) })) },
+      response: {
+        200: dataEnvelopeSchema(
+          Type.Object({ routePath: Type.Array(Type.String(), { description: 'router names, ingress first' }) }, { title: 'sessionRoutePathDetail' }),
+          'detailSessionRoutePathEnvelope',
+        ),
+      },
     },
     handler: async (request) => {
       await sessions.get((request.params as { id: string }).id);
@@ -72,7 +79,7 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
       operationId: 'getIdentityFailedServiceRequests',
       tags: ['identities'],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(PostureFailureSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(named(PostureFailureSchema, 'failedServiceRequest')), 'failedServiceRequestEnvelope') },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
@@ -87,7 +94,7 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
       operationId: 'getIdentityPostureData',
       tags: ['identities'],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(PostureDataSchema) },
+      response: { 200: dataEnvelopeSchema(named(PostureDataSchema, 'postureData'), 'postureDataEnvelope') },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
