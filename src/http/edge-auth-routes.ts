@@ -130,7 +130,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       const answer = await core.identityAnswers.get(principalOf(request).identity.id);
       let body = serialisedIdentities.get(answer);
       if (body === undefined) {
-        body = reply.serialize(envelope(answer)) as string;
+        body = reply.serializeAnswer(envelope(answer));
         serialisedIdentities.set(answer, body);
       }
       return reply.type('application/json; charset=utf-8').send(body);

@@ -89,7 +89,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       const roles = await roleFilterScope('services', flavor)(query);
       const report = { timeDependent: false };
       const { items, total } = await d.services.list(caller, list.query, configTypeChoice(query), roles, { report });
-      const body = reply.serialize(envelope(items, listMeta(list, total, services.filter))) as string;
+      const body = reply.serializeAnswer(envelope(items, listMeta(list, total, services.filter)));
       if (!report.timeDependent) d.answers.put(caller.apiSessionId, request.url, stamp, body);
       return reply.type(JSON_TYPE).send(body);
     },
