@@ -74,7 +74,7 @@ describe('the journey of alice', () => {
     dialId = s.id;
     expect(s).toMatchObject({ serviceId: ids.web, identityId: alice.id, type: 'Dial' });
     expect(s.edgeRouters).toEqual([
-      { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, cost: 0, noTraversal: false, disabled: false },
+      { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, syncStatus: 'SYNC_UNKNOWN', cost: 0, noTraversal: false, disabled: false },
     ]);
     const keys = json(await t.inject({ method: 'GET', url: '/oidc/keys' }));
     // Checked at the controller's time: the token expires with the API session.

@@ -294,7 +294,7 @@ describe('edge routers and terminators', () => {
     const erin = ok(await client(t, 'GET', `/services/${ids.web}/edge-routers?sort=name`, tokens.erin)) as any[];
     expect(erin.map((r) => r.name)).toEqual(['er-core', 'er-public']);
     expect(Object.keys(erin[0]).sort()).toEqual(
-      ['_links', 'cost', 'createdAt', 'disabled', 'hostname', 'id', 'isOnline', 'name', 'noTraversal', 'supportedProtocols', 'tags', 'updatedAt', 'urls'].sort(),
+      ['_links', 'cost', 'createdAt', 'disabled', 'hostname', 'id', 'isOnline', 'name', 'noTraversal', 'supportedProtocols', 'syncStatus', 'tags', 'updatedAt', 'urls'].sort(),
     );
     expect(idsOf(await client(t, 'GET', `/services/${ids.web}/edge-routers?filter=${encodeURIComponent('name = "er-core"')}`, tokens.erin))).toEqual([ids.routerCore]);
     expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers`, tokens.carol), 404, 'NOT_FOUND');
@@ -333,7 +333,9 @@ describe('edge routers and terminators', () => {
   });
 
   it('GET /current-identity/edge-routers: the routers of the caller\u2019s edge router policies', async () => {
-    expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.alice))).toEqual([ids.router]);
+    const mine = ok(await client(t, 'GET', '/current-identity/edge-routers', tokens.alice)) as any[];
+    expect(mine.map((r) => r.id)).toEqual([ids.router]);
+    expect(mine[0]).toMatchObject({ name: 'er-public', isOnline: false, syncStatus: 'SYNC_UNKNOWN' });
     expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.carol))).toEqual([ids.routerCore]);
     expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers?sort=name', tokens.erin))).toEqual([ids.routerCore, ids.router]);
     expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.dave))).toEqual([]);

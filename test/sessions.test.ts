@@ -131,6 +131,7 @@ describe('POST /sessions', () => {
       [routers[29], true],
     ]);
     expect(s.edgeRouters.slice(2).every((r: any) => r.isOnline === false)).toBe(true);
+    expect(s.edgeRouters.every((r: any) => r.syncStatus === 'SYNC_UNKNOWN')).toBe(true);
   });
 
   it('signs the token with the current key; after a rotation tokens are signed again with the new one', async () => {

@@ -3,6 +3,24 @@ import { field, MAX_LIST, MAX_NAME, defineResource } from './kit.js';
 
 const Json = Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
 
+/**
+ * How far the controller has brought a router's copy of the network state. The router connection
+ * reports it; a router that is not connected is SYNC_UNKNOWN.
+ */
+export const ROUTER_SYNC_STATUSES = [
+  'SYNC_NEW',
+  'SYNC_QUEUED',
+  'SYNC_HELLO',
+  'SYNC_HELLO_WAIT',
+  'SYNC_RESYNC_WAIT',
+  'SYNC_IN_PROGRESS',
+  'SYNC_DONE',
+  'SYNC_UNKNOWN',
+  'SYNC_DISCONNECTED',
+  'SYNC_HELLO_TIMEOUT',
+  'SYNC_ERROR',
+] as const;
+
 export const edgeRouters = defineResource({
   name: 'edge-routers',
   label: 'edge router',
@@ -39,6 +57,7 @@ export const edgeRouters = defineResource({
       default: {},
       filterable: false,
     }),
+    syncStatus: field.enum(ROUTER_SYNC_STATUSES, 'how far the router has received the network state', { readOnly: true, default: 'SYNC_UNKNOWN' }),
   },
 });
 

@@ -13,7 +13,10 @@ import type { ResourceService } from '../resources.js';
 type EdgeRouter = EntityOf<'edge-routers'>;
 
 /** An edge router in a client answer: how to reach it, nothing of its enrollment. */
-export type ClientEdgeRouter = Pick<EdgeRouter, 'id' | 'name' | 'hostname' | 'isOnline' | 'supportedProtocols' | 'cost' | 'noTraversal' | 'disabled'> & {
+export type ClientEdgeRouter = Pick<
+  EdgeRouter,
+  'id' | 'name' | 'hostname' | 'isOnline' | 'supportedProtocols' | 'syncStatus' | 'cost' | 'noTraversal' | 'disabled'
+> & {
   urls: Record<string, string>;
 };
 
@@ -24,6 +27,7 @@ export const ClientEdgeRouterSchema = Type.Object({
   isOnline: Type.Boolean(),
   supportedProtocols: Type.Record(Type.String(), Type.String()),
   urls: Type.Record(Type.String(), Type.String(), { description: 'the same as supportedProtocols' }),
+  syncStatus: Type.String({ description: 'how far the router has received the network state; SYNC_UNKNOWN while not connected' }),
   cost: Type.Integer(),
   noTraversal: Type.Boolean(),
   disabled: Type.Boolean(),
@@ -48,6 +52,7 @@ export function clientEdgeRouter(e: EdgeRouter): ClientEdgeRouter {
     isOnline: e.isOnline,
     supportedProtocols: e.supportedProtocols,
     urls: e.supportedProtocols,
+    syncStatus: e.syncStatus,
     cost: e.cost,
     noTraversal: e.noTraversal,
     disabled: e.disabled,
@@ -67,7 +72,7 @@ export function clientEdgeRouterListItem(e: EdgeRouter): Record<string, unknown>
 /** Filter and sort of client edge router lists: only the fields a client sees. */
 export const CLIENT_EDGE_ROUTER_FILTER: FilterSpec = (() => {
   const full = filterSpec(edgeRoutersDef);
-  const shown = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'name', 'hostname', 'isOnline', 'cost', 'noTraversal', 'disabled']);
+  const shown = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'name', 'hostname', 'isOnline', 'syncStatus', 'cost', 'noTraversal', 'disabled']);
   return {
     symbols: new Map([...full.symbols].filter(([name]) => shown.has(name))),
     sortable: new Set([...full.sortable].filter((name) => shown.has(name))),
