@@ -5,7 +5,7 @@
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, CLIENT, expectError, json, MGMT, call, startTestController, type TestController } from './helpers.js';
-import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
+import { client, HOST, idsOf, INTERCEPT, Network, ok, routerIdsOf, type Person } from './fixtures/network.js';
 import { bearer, oidcLogin } from './oidc-helpers.js';
 
 let t: TestController;
@@ -90,7 +90,7 @@ describe('the journey of alice', () => {
     expect(again.token).toBe(s.token);
     // the session token opens the service's edge routers
     const routers = await client(t, 'GET', `/services/${ids.web}/edge-routers`, token, undefined, { 'session-token': s.token });
-    expect(idsOf(routers)).toEqual([ids.router]);
+    expect(routerIdsOf(routers)).toEqual([ids.router]);
   });
 
   it('is refused the bind while her posture fails, and the refusal is recorded', async () => {

@@ -1,6 +1,7 @@
 // Edge routers as clients see them: the answer shape (how to reach a router, nothing of its
 // enrollment), the fields a client may filter and sort by, the scopes of the edge routers an
-// identity may use, for any service or for one, and a page of them in that shape.
+// identity may use, for any service or for one, and a page of them in that shape: list items for
+// the caller's edge routers, one object holding them for a service's (the established answer).
 import { sql, type SqlBool } from 'kysely';
 import { Type } from '@sinclair/typebox';
 import { filterSpec, type FilterSpec } from '../../resources/kit.js';
@@ -89,17 +90,34 @@ export const edgeRouterScope = {
     sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
 };
 
-/**
- * A page of edge routers in the shape a client sees them: those an identity may use, or with a
- * service those it may use for that service; scoped before any filter.
- */
+/** A page of the edge routers an identity may use, or with a service those it may use for it; scoped before any filter. */
+function pageOf(edgeRouters: ResourceService<EdgeRouter>, q: ListQuery, identityId: string, serviceId?: string) {
+  const scope = serviceId === undefined ? edgeRouterScope.ofIdentity(identityId) : edgeRouterScope.forService(identityId, serviceId);
+  return edgeRouters.listEntities({ ...q, scope });
+}
+
+/** A page of the edge routers an identity may use, as list items (entity base fields too). */
 export async function listClientEdgeRouters(
   edgeRouters: ResourceService<EdgeRouter>,
   q: ListQuery,
   identityId: string,
-  serviceId?: string,
 ): Promise<{ items: Record<string, unknown>[]; total: number }> {
-  const scope = serviceId === undefined ? edgeRouterScope.ofIdentity(identityId) : edgeRouterScope.forService(identityId, serviceId);
-  const { items, total } = await edgeRouters.listEntities({ ...q, scope });
+  const { items, total } = await pageOf(edgeRouters, q, identityId);
   return { items: items.map(clientEdgeRouterListItem), total };
+}
+
+/**
+ * The answer of a service's edge routers on the Client API: one object whose `edgeRouters` are those
+ * the identity may use for the service, shaped as in a session (`urls` beside `supportedProtocols`).
+ */
+export const ServiceEdgeRoutersSchema = Type.Object({ edgeRouters: Type.Array(ClientEdgeRouterSchema) });
+
+export async function listServiceEdgeRouters(
+  edgeRouters: ResourceService<EdgeRouter>,
+  q: ListQuery,
+  identityId: string,
+  serviceId: string,
+): Promise<{ edgeRouters: ClientEdgeRouter[]; total: number }> {
+  const { items, total } = await pageOf(edgeRouters, q, identityId, serviceId);
+  return { edgeRouters: items.map(clientEdgeRouter), total };
 }

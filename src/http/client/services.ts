@@ -11,7 +11,13 @@ import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { listServiceTerminators } from '../../domain/routers.js';
-import { ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, listClientEdgeRouters } from '../../domain/client/edge-routers.js';
+import {
+  ClientEdgeRouterListItemSchema,
+  CLIENT_EDGE_ROUTER_FILTER,
+  listClientEdgeRouters,
+  ServiceEdgeRoutersSchema,
+  listServiceEdgeRouters,
+} from '../../domain/client/edge-routers.js';
 import { ApiError } from '../../errors.js';
 import { splitList } from '../../oidc/provider.js';
 import type { SqlFlavor } from '../../query/flavor.js';
@@ -119,19 +125,21 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       params: IdParams,
       headers: SessionTokenHeaders,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+      response: { 200: dataEnvelopeSchema(ServiceEdgeRoutersSchema) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
       const caller = callerOf(request);
-      const list = parseList(request.query as Record<string, unknown>, CLIENT_EDGE_ROUTER_FILTER, flavor);
+      // Clients read every router at once (the established answer is not paged): all by default.
+      const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
+      const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
       await d.services.assertVisible(caller, id);
       const token = request.headers['session-token'];
       if (typeof token === 'string' && !(await d.sessions.verifyToken(caller, id, token))) {
         throw new ApiError('UNAUTHORIZED', 'the session-token header is not a session of the caller for this service');
       }
-      const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, caller.identityId, id);
-      return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
+      const { edgeRouters: routers, total } = await listServiceEdgeRouters(edgeRouters, list.query, caller.identityId, id);
+      return envelope({ edgeRouters: routers }, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
 
