@@ -352,14 +352,46 @@ describe('edge routers and terminators', () => {
     expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(mine.token)), 401, 'UNAUTHORIZED');
   });
 
-  it('GET /services/{id}/terminators: those of a service the caller may use', async () => {
-    const list = ok(await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.bob)) as any[];
-    expect(list.map((x) => x.id)).toEqual([ids.terminator]);
-    expect(list[0].identitySecret).toBeUndefined();
-    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('cost > 5')}`, tokens.bob))).toEqual([]);
+  it('GET /services/{id}/terminators: those of a service the caller may use, in the limited view', async () => {
+    const res = await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.bob);
+    const list = ok(res) as any[];
+    expect(list).toEqual([
+      {
+        _links: { self: { href: `./terminators/${ids.terminator}` } },
+        id: ids.terminator,
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        tags: {},
+        serviceId: ids.web,
+        service: { _links: { self: { href: `./services/${ids.web}` } }, entity: 'services', id: ids.web, name: 'web' },
+        routerId: ids.router,
+        identity: '',
+      },
+    ]);
+    expect(json(res).meta.filterableFields.sort()).toEqual(['createdAt', 'id', 'identity', 'router', 'service', 'tags', 'updatedAt']);
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent(`router = "${ids.router}"`)}`, tokens.bob))).toEqual([ids.terminator]);
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('router = "elsewhere"')}`, tokens.bob))).toEqual([]);
     expectError(await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.carol), 404, 'NOT_FOUND');
     expectError(await client(t, 'GET', `/services/${ids.web}/terminators?limit=x`, tokens.bob), 400, 'INVALID_PAGINATION', 'limit');
     expectError(await client(t, 'GET', `/services/${ids.web}/terminators`), 401, 'UNAUTHORIZED');
+  });
+
+  it('never shows a client where or how a service is hosted, nor lets a filter or sort probe it', async () => {
+    const body = (await client(t, 'GET', `/services/${ids.web}/terminators?limit=500`, tokens.bob)).body;
+    for (const hidden of ['tcp:127.0.0.1:8443', 'transport', 'address', 'binding', 'cost', 'precedence', 'identitySecret']) {
+      expect(body.includes(hidden), hidden).toBe(false);
+    }
+    // each filter would tell whether the address, binding, cost or precedence is what it guesses
+    for (const probe of ['address contains "127.0.0.1"', 'binding = "transport"', 'cost > 5', 'precedence = "default"', 'identitySecretHash != null']) {
+      expectError(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent(probe)}`, tokens.bob), 400, 'INVALID_FILTER', 'filter');
+    }
+    for (const probe of ['address', 'cost desc', 'binding', 'precedence']) {
+      expectError(await client(t, 'GET', `/services/${ids.web}/terminators?sort=${encodeURIComponent(probe)}`, tokens.bob), 400, 'INVALID_SORT_IDENTIFIER');
+    }
+    expectError(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('id != "x" sort by address')}`, tokens.bob), 400, 'INVALID_SORT_IDENTIFIER');
+    // the Management API still shows an admin everything
+    const full = ok(await call(t, 'GET', `${MGMT}/services/${ids.web}/terminators`, { token: net.admin })) as any[];
+    expect(full[0]).toMatchObject({ address: 'tcp:127.0.0.1:8443', binding: 'transport', cost: 0, precedence: 'default' });
   });
 
   it('GET /current-identity/edge-routers: the routers of the caller\u2019s edge router policies', async () => {

@@ -8,10 +8,9 @@ import { newId } from '../ids.js';
 import type { PolicyLinks } from '../policy/links.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
-import type { Entity, ListQuery, Repository } from '../store/repository.js';
+import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import { relationOf } from './related.js';
-import { computed, type Answer, type ResourceBehaviour, type ResourceService, type WriteContext } from './resources.js';
+import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
 export function systemPolicyName(routerId: string): string {
@@ -204,20 +203,6 @@ const terminatorReadFields = computed(
     }
   },
 );
-
-const serviceTerminators = relationOf('services', 'terminators');
-
-/**
- * A page of a service's terminators (the terminator list scoped to the service, before any filter),
- * as the management related list answers it, for the client API.
- */
-export async function listServiceTerminators(
-  terminators: ResourceService,
-  serviceId: string,
-  q: ListQuery,
-): Promise<{ items: Answer[]; total: number }> {
-  return terminators.list({ ...q, scope: serviceTerminators.scope(serviceId) });
-}
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

@@ -168,6 +168,14 @@ export class ClientServices {
     if (grants.length === 0) throw notFound('service', id);
   }
 
+  /** The id and name of a service the caller may dial or bind; 404 for any other (or none). */
+  async visible(caller: Caller, id: string): Promise<{ id: string; name: string }> {
+    const { grants } = await this.d.access.grantsFor(caller.identityId, id);
+    const entity = grants.length > 0 ? (await this.d.catalog.services([id])).get(id) : undefined;
+    if (!entity) throw notFound('service', id);
+    return { id, name: String(entity.name) };
+  }
+
   /** One service of the caller; 404 when the caller may not use it (or it does not exist). */
   async get(caller: Caller, id: string, configTypes: ConfigTypeChoice): Promise<Record<string, unknown>> {
     const { grants } = await this.d.access.grantsFor(caller.identityId, id);

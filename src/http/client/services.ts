@@ -1,7 +1,7 @@
 // Services on the Client API: the caller's services (only those it may dial or bind, scoped before
-// any filter), one of them, its edge routers and terminators, the caller's edge routers, and the
-// service-list change marker. Changing a service here takes the service permissions, as on the
-// Management API.
+// any filter), one of them, its edge routers and terminators (the limited view), the caller's edge
+// routers, and the service-list change marker. Changing a service here takes the service
+// permissions, as on the Management API.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Caller } from '../../domain/client/caller.js';
@@ -10,7 +10,6 @@ import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.j
 import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { listServiceTerminators } from '../../domain/routers.js';
 import {
   ClientEdgeRouterListItemSchema,
   CLIENT_EDGE_ROUTER_FILTER,
@@ -18,6 +17,7 @@ import {
   ServiceEdgeRoutersSchema,
   listServiceEdgeRouters,
 } from '../../domain/client/edge-routers.js';
+import { ClientTerminatorSchema, CLIENT_TERMINATOR_FILTER, listClientTerminators } from '../../domain/client/terminators.js';
 import { ApiError } from '../../errors.js';
 import { splitList } from '../../oidc/provider.js';
 import type { SqlFlavor } from '../../query/flavor.js';
@@ -150,14 +150,14 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       tags,
       params: IdParams,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(terminators.read)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientTerminatorSchema)) },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
-      const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
-      await d.services.assertVisible(callerOf(request), id);
-      const { items, total } = await listServiceTerminators(terminators, id, list.query);
-      return envelope(items, listMeta(list, total, terminators.filter));
+      const list = parseList(request.query as Record<string, unknown>, CLIENT_TERMINATOR_FILTER, flavor);
+      const service = await d.services.visible(callerOf(request), id);
+      const { items, total } = await listClientTerminators(terminators, service, list.query);
+      return envelope(items, listMeta(list, total, CLIENT_TERMINATOR_FILTER));
     },
   });
 
