@@ -172,6 +172,20 @@ describe('the caller\u2019s sessions', () => {
     expectError(await client(t, 'GET', '/sessions'), 401, 'UNAUTHORIZED');
   });
 
+  it('list items carry the token and the edge routers, as the detail does', async () => {
+    const list = ok(await client(t, 'GET', '/sessions?limit=500', tokens.alice)) as any[];
+    expect(list.length).toBe(alices.length);
+    for (const item of list) {
+      const detail = ok(await client(t, 'GET', `/sessions/${item.id}`, tokens.alice));
+      expect(item.edgeRouters).toEqual(detail.edgeRouters);
+      expect(item.token).toBe(detail.token);
+    }
+    const web = list.find((x) => x.serviceId === ids.web)!;
+    expect(web.edgeRouters).toEqual([
+      { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, syncStatus: 'SYNC_UNKNOWN', cost: 0, noTraversal: false, disabled: false },
+    ]);
+  });
+
   it('pages and sorts', async () => {
     const res = await client(t, 'GET', '/sessions?limit=1&offset=1&sort=createdAt desc', tokens.alice);
     expect(idsOf(res)).toHaveLength(1);
@@ -242,16 +256,24 @@ describe('sessions end with', () => {
 });
 
 describe('sessions on the Management API', () => {
-  it('lists, reads and deletes every session, never with its token', async () => {
+  it('lists, reads and deletes every session, with its edge routers and never with its token', async () => {
     const mine = ok(await create(tokens.alice, { serviceId: ids.web }), 201);
     const res = await call(t, 'GET', `${MGMT}/sessions?limit=500&filter=${encodeURIComponent(`identityId = "${alice.id}" and type = "Dial"`)}`, { token: net.admin });
     const list = ok(res) as any[];
     expect(list.map((s) => s.id)).toContain(mine.id);
-    expect(list.every((s) => s.token === undefined && s.edgeRouters === undefined && s.identityId === alice.id)).toBe(true);
+    expect(list.every((s) => s.token === undefined && Array.isArray(s.edgeRouters) && s.identityId === alice.id)).toBe(true);
+    expect(list.find((s) => s.id === mine.id).edgeRouters).toEqual(mine.edgeRouters);
+    expect(list.flatMap((s) => s.edgeRouters).every((r: any) => r.syncStatus === 'SYNC_UNKNOWN')).toBe(true);
     expect(json(res).meta.filterableFields).toEqual(expect.arrayContaining(['apiSessionId', 'identityId', 'serviceId', 'type']));
     const detail = ok(await call(t, 'GET', `${MGMT}/sessions/${mine.id}`, { token: net.admin }));
-    expect(detail).toMatchObject({ id: mine.id, apiSessionId: mine.apiSessionId, serviceId: ids.web, type: 'Dial' });
+    expect(detail).toMatchObject({ id: mine.id, apiSessionId: mine.apiSessionId, serviceId: ids.web, type: 'Dial', edgeRouters: mine.edgeRouters });
     expect(detail.token).toBeUndefined();
+    // the owner's token appears in no management read, under any name
+    const owner = ok(await client(t, 'GET', `/sessions/${mine.id}`, tokens.alice)).token as string;
+    for (const body of [res.body, (await call(t, 'GET', `${MGMT}/sessions/${mine.id}`, { token: net.admin })).body]) {
+      expect(body.includes(owner)).toBe(false);
+      expect(body.includes(owner.split('.')[2]!)).toBe(false);
+    }
     expect(ok(await call(t, 'GET', `${MGMT}/sessions/${mine.id}/route-path`, { token: net.admin }))).toEqual({ routePath: [] });
     ok(await call(t, 'DELETE', `${MGMT}/sessions/${mine.id}`, { token: net.admin }));
     expectError(await client(t, 'GET', `/sessions/${mine.id}`, tokens.alice), 404, 'NOT_FOUND');

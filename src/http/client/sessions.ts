@@ -1,8 +1,9 @@
 // Sessions on the Client API: the caller creates, lists, reads and deletes its own (those of its
-// identity; any other is 404). Answers to the owner carry the session token.
+// identity; any other is 404). Answers to the owner carry the session token, and every answer the
+// edge routers the session may use.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate, type Sessions } from '../../domain/client/sessions.js';
+import { SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate, type Sessions } from '../../domain/client/sessions.js';
 import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
@@ -33,7 +34,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
       const { items, total } = await sessions.list(list.query, caller.identityId);
       const issuer = issuerOf(request);
       const tokens = new Map(await Promise.all(items.map(async (s) => [s.id, await sessions.tokenOf(s, issuer)] as const)));
-      const answers = await sessions.present(items, (s) => ({ token: tokens.get(s.id) }), { id: caller.identityId, name: caller.identityName });
+      const answers = await sessions.present(items, (s) => tokens.get(s.id), { id: caller.identityId, name: caller.identityName });
       return envelope(answers, listMeta(list, total, SESSION_FILTER));
     },
   });
@@ -48,8 +49,8 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
-      const { session, token, edgeRouters } = await sessions.create(caller, request.body as SessionCreate, issuerOf(request));
-      const [answer] = await sessions.present([session], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
+      const { session, token } = await sessions.create(caller, request.body as SessionCreate, issuerOf(request));
+      const [answer] = await sessions.present([session], () => token, { id: caller.identityId, name: caller.identityName });
       void reply.code(201);
       return envelope(answer);
     },
@@ -66,9 +67,8 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     handler: async (request) => {
       const caller = callerOf(request);
       const s = await sessions.own(caller, (request.params as { id: string }).id);
-      const edgeRouters = await sessions.edgeRoutersFor(caller.identityId, s.serviceId, SESSION_EDGE_ROUTERS);
       const token = await sessions.tokenOf(s, issuerOf(request));
-      const [answer] = await sessions.present([s], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
+      const [answer] = await sessions.present([s], () => token, { id: caller.identityId, name: caller.identityName });
       return envelope(answer);
     },
   });

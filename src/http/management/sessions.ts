@@ -1,5 +1,5 @@
-// Sessions on the Management API (admins: list, detail, delete, route path; never their tokens),
-// and an identity's posture data and refused session requests.
+// Sessions on the Management API (admins: list, detail, delete, route path; with their edge routers,
+// never their tokens), and an identity's posture data and refused session requests.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { PostureDataSchema, PostureFailureSchema, type PostureStore } from '../../domain/client/posture-store.js';
