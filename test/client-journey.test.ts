@@ -123,7 +123,7 @@ describe('the journey of alice', () => {
     const before = ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt;
     expect(ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt).toBe(before);
     t.clock.advance(1_000);
-    ok(await client(t, 'POST', '/posture-response', token, { id: ids.domainCheck, typeId: 'DOMAIN', domain: 'CORP.example' }));
+    ok(await client(t, 'POST', '/posture-response', token, { id: ids.domainCheck, typeId: 'DOMAIN', domain: 'CORP.example' }), 201);
     const after = ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt;
     expect(Date.parse(after)).toBeGreaterThan(Date.parse(before));
 

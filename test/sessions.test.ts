@@ -85,11 +85,11 @@ describe('POST /sessions', () => {
       },
     });
     // half of policy A is not enough
-    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.domain, typeId: 'DOMAIN', domain: 'corp.example' }));
+    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.domain, typeId: 'DOMAIN', domain: 'corp.example' }), 201);
     const half = expectError(await create(tokens.alice, { serviceId: ids.guarded }), 409, 'INVALID_POSTURE');
     expect(half.error.cause.data[ids.guardA!]).toContainEqual({ id: ids.domain, typeId: 'DOMAIN', isPassing: true });
     // policy B alone passing is enough
-    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.os, typeId: 'OS', type: 'Linux', version: '6.8.0', build: '1' }));
+    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.os, typeId: 'OS', type: 'Linux', version: '6.8.0', build: '1' }), 201);
     expect(ok(await create(tokens.alice, { serviceId: ids.guarded }), 201).serviceId).toBe(ids.guarded);
     // bob's posture is his own
     expectError(await create(tokens.bob, { serviceId: ids.guarded }), 409, 'INVALID_POSTURE');

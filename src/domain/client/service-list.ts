@@ -42,7 +42,7 @@ export interface PolicyPostureQueries {
 }
 
 /** Posture facts of a caller now. */
-export async function factsOf(posture: PostureStore, caller: Caller, now: number): Promise<PostureFacts> {
+export async function factsOf(posture: Pick<PostureStore, 'of'>, caller: Caller, now: number): Promise<PostureFacts> {
   return {
     posture: await posture.of(caller.apiSessionId, caller.identityId),
     mfa: { isMfaComplete: caller.isMfaComplete, passedAt: caller.sessionCreatedAt },
