@@ -288,15 +288,16 @@ export async function markControllerOffline(resources: Resources): Promise<void>
 // ---- resource counts -------------------------------------------------------------------------
 
 /**
- * Records per collection, keyed by collection name, in one statement; collections sharing a table
- * (routers and transit-routers) share its count.
+ * Records per collection, keyed by collection name, in one statement: what each collection lists
+ * (its table, or the view it reads from); collections reading the same one (routers and
+ * transit-routers) share its count.
  */
 export async function countRecords(resources: Resources): Promise<Record<string, number>> {
   const services = [...resources.all()].sort((a, b) => a.def.name.localeCompare(b.def.name));
-  const tables = [...new Set(services.map((s) => s.def.table))];
-  if (tables.length === 0) return {};
-  const parts = tables.map((t) => sql`select ${t} as t, count(*) as n from ${sql.table(t)}`);
+  const sources = [...new Set(services.map((s) => s.repo.source))];
+  if (sources.length === 0) return {};
+  const parts = sources.map((t) => sql`select ${t} as t, count(*) as n from ${sql.table(t)}`);
   const { rows } = await sql<{ t: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(resources.store.db);
-  const byTable = new Map(rows.map((row) => [row.t, Number(row.n)]));
-  return Object.fromEntries(services.map((s) => [s.def.name, byTable.get(s.def.table) ?? 0]));
+  const bySource = new Map(rows.map((row) => [row.t, Number(row.n)]));
+  return Object.fromEntries(services.map((s) => [s.def.name, bySource.get(s.repo.source) ?? 0]));
 }

@@ -234,24 +234,24 @@ export class ResourceService<E extends Entity = Entity> {
   }
 
   async delete(id: string, actor?: Actor): Promise<E> {
-    return this.write(actor, async (ctx) => {
-      const prev = await this.existing(ctx.tx, id, 'delete');
-      await this.behaviour.beforeDelete?.(ctx, prev);
-      try {
-        await this.repo.delete(ctx.tx, id);
-      } catch (err) {
-        if (this.store.dialect.isForeignKeyViolation(err)) {
-          throw new ApiError(
-            'CAN_NOT_DELETE_REFERENCED_ENTITY',
-            `the ${this.def.label} ${id} is referenced by other records`,
-          );
-        }
-        throw err;
+    return this.write(actor, (ctx) => this.deleteIn(ctx, id));
+  }
+
+  /** A delete inside a write already under way (another resource's hook deleting this one's record). */
+  async deleteIn(ctx: WriteContext, id: string): Promise<E> {
+    const prev = await this.existing(ctx.tx, id, 'delete');
+    await this.behaviour.beforeDelete?.(ctx, prev);
+    try {
+      await this.repo.delete(ctx.tx, id);
+    } catch (err) {
+      if (this.store.dialect.isForeignKeyViolation(err)) {
+        throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the ${this.def.label} ${id} is referenced by other records`);
       }
-      await this.behaviour.afterDelete?.(ctx, prev);
-      ctx.changed(this.change('delete', prev));
-      return prev;
-    });
+      throw err;
+    }
+    await this.behaviour.afterDelete?.(ctx, prev);
+    ctx.changed(this.change('delete', prev));
+    return prev;
   }
 
   /** Runs fn in a transaction with a write context. */

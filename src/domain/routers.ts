@@ -1,4 +1,5 @@
-// Edge routers, routers and terminators beyond CRUD: router configs, the system identity and system
+// Edge routers, routers and terminators beyond CRUD: router names unique across every router, edge
+// routers read and deleted (not changed) as routers, router configs, the system identity and system
 // edge router policy of a tunneler-enabled edge router, terminators bound to an existing router, and
 // terminator secrets kept only as a hash.
 import { createHash } from 'node:crypto';
@@ -20,6 +21,7 @@ export function systemPolicyName(routerId: string): string {
 export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour {
   return {
     async validate(ctx, next, prev) {
+      await assertRouterNameFree(ctx, next, prev);
       await checkRouterConfigs(ctx, next.configs, prev?.configs);
     },
     async afterWrite(ctx, next, prev) {
@@ -33,12 +35,46 @@ export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour {
   };
 }
 
+/**
+ * Routers: the routers collection lists edge routers too (resources/routers.ts). One of those is
+ * changed at /edge-routers only (409 here, as the established controller answers), and deleting it
+ * here deletes it as /edge-routers would, with everything that goes with it.
+ */
 export function routerBehaviour(): ResourceBehaviour {
   return {
+    async validate(ctx, next, prev) {
+      if (prev && (await isEdgeRouter(ctx, prev.id))) {
+        throw new ApiError('CAN_NOT_UPDATE_ROUTER', `the router ${prev.id} is an edge router; it is changed at ./edge-routers/${prev.id}`);
+      }
+      await assertRouterNameFree(ctx, next, prev);
+    },
+    async beforeDelete(ctx, prev) {
+      if (await isEdgeRouter(ctx, prev.id)) await ctx.resources.get('edge-routers').deleteIn(ctx, prev.id);
+    },
     async afterDelete(ctx, prev) {
       await removeTerminatorsOf(ctx, prev.id);
     },
   };
+}
+
+function isEdgeRouter(ctx: WriteContext, id: string): Promise<boolean> {
+  return ctx.resources.get('edge-routers').repo.exists(ctx.tx, id);
+}
+
+/**
+ * Router names are unique across every router, edge routers included, as /routers lists them all.
+ * Each table's unique index keeps its own rows apart; this looks across both (writes are serial).
+ */
+async function assertRouterNameFree(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void> {
+  if (prev?.name === next.name) return;
+  const routers = ctx.resources.get('routers').repo;
+  const taken = await ctx.tx
+    .selectFrom(routers.source)
+    .select('id')
+    .where('name', '=', next.name as string)
+    .where('id', '!=', next.id)
+    .executeTakeFirst();
+  if (taken) throw fieldError('name', 'another router (edge router or router) already has this name', next.name);
 }
 
 // ---- router configs ------------------------------------------------------------------------

@@ -65,6 +65,12 @@ export interface ResourceDef<Name extends string = string> {
   /** What one of it is called in messages, e.g. `service policy`. */
   label: string;
   table: string;
+  /**
+   * A view the reads come from, when the collection lists records of other tables too (every router,
+   * edge routers included). Its columns are the definition's; writes go to `table`, and a record read
+   * from another table is written through the resource that owns it.
+   */
+  readFrom?: string;
   /** Permission group of the interface document, or null for records only admins reach. */
   permission: string | null;
   fields: Readonly<Record<string, FieldDef>>;

@@ -72,11 +72,17 @@ const routerFields = {
   isVerified: field.boolean('enrolled', { readOnly: true, default: false }),
 };
 
-/** Fabric routers without edge functions, served at /routers and /transit-routers. */
+/**
+ * Routers, served at /routers and /transit-routers. The routers table holds those without edge
+ * functions; an edge router is a router too, so both paths list every router, edge routers included
+ * (the view over both tables), as the established controller does. An edge router read here shows
+ * its router fields, and is changed at /edge-routers.
+ */
 export const routers = defineResource({
   name: 'routers',
   label: 'router',
   table: 'routers',
+  readFrom: 'all_routers',
   permission: 'router',
   fields: routerFields,
 });

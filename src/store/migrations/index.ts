@@ -7,6 +7,7 @@ import { m0004Oidc } from './0004-oidc.js';
 import { m0005SystemIdentities } from './0005-system-identities.js';
 import { m0006Sessions } from './0006-sessions.js';
 import { m0007EdgeRouterSyncStatus } from './0007-edge-router-sync-status.js';
+import { m0008AllRouters } from './0008-all-routers.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -16,4 +17,5 @@ export const migrations: readonly StoreMigration[] = [
   m0005SystemIdentities,
   m0006Sessions,
   m0007EdgeRouterSyncStatus,
+  m0008AllRouters,
 ];
