@@ -10,6 +10,7 @@ import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import type { WriteContext } from '../kernel/kernel.js';
 import {
+  isPolicyCollection,
   LISTS_OF_KIND,
   POLICY_COLLECTIONS,
   POLICY_SPECS,
@@ -308,8 +309,8 @@ export class PolicyLinks implements Cache {
   }
 
   onChange(change: Change): void {
-    if (!(POLICY_COLLECTIONS as readonly string[]).includes(change.collection)) return;
-    const collection = change.collection as PolicyCollection;
+    const collection = change.collection;
+    if (!isPolicyCollection(collection)) return;
     let ids = this.index.stale.get(collection);
     if (!ids) this.index.stale.set(collection, (ids = new Set()));
     ids.add(change.id);
