@@ -304,7 +304,7 @@ export class ApiSessions implements Cache {
       isMfaComplete: e.isMfaComplete === true,
       isCertExtendable: e.isCertExtendable === true,
       improperClientCertChain: e.improperClientCertChain === true,
-      tags: (e.tags as ApiSession['tags']) ?? {},
+      tags: e.tags ?? {},
     };
   }
 }
