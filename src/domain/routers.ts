@@ -109,7 +109,7 @@ async function findSystemPolicy(
     .selectAll()
     .where('name', '=', systemPolicyName(routerId))
     .executeTakeFirst();
-  const policy = row ? repo.fromRow(row as Record<string, unknown>) : undefined;
+  const policy = row ? repo.fromRow(row) : undefined;
   return policy?.isSystem === true ? policy : undefined;
 }
 

@@ -325,7 +325,7 @@ export class Sessions implements Cache {
       .where('type', '=', type)
       .executeTakeFirst();
     if (!row) return undefined;
-    const s = this.d.repo.fromRow(row as Record<string, unknown>);
+    const s = this.d.repo.fromRow(row);
     this.remember(s, seen);
     return s;
   }
@@ -468,7 +468,7 @@ export class Sessions implements Cache {
       .orderBy('name', 'asc')
       .limit(limit)
       .execute();
-    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r as Record<string, unknown>)));
+    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r)));
   }
 
   private async serviceName(id: string): Promise<string> {
