@@ -85,7 +85,7 @@ async function* configsOfType(tx: Tx, resources: Resources, typeId: string): Asy
       .orderBy('id')
       .limit(CHECK_BATCH)
       .execute();
-    for (const row of rows) yield repo.fromRow(row as Record<string, unknown>);
+    for (const row of rows) yield repo.fromRow(row);
     if (rows.length < CHECK_BATCH) return;
     after = String((rows[rows.length - 1] as { id: string }).id);
   }
@@ -518,7 +518,9 @@ const configsOfTypes = computed<typeof services>(
 async function addConfigsOfTypes(ex: Executor, configTypes: unknown, answers: Record<string, unknown>[]): Promise<void> {
   const asked = (Array.isArray(configTypes) ? configTypes : [configTypes]).map(String);
   const all = asked.includes('all');
-  const configIds = [...new Set(answers.flatMap((a) => (a.configs as string[] | undefined) ?? []))];
+  // The config ids serviceConfigIds put on each answer (it is filled first).
+  const idsOf = answers.map((a) => (a.configs as string[] | undefined) ?? []);
+  const configIds = [...new Set(idsOf.flat())];
   const rows =
     configIds.length === 0
       ? []
@@ -529,9 +531,9 @@ async function addConfigsOfTypes(ex: Executor, configTypes: unknown, answers: Re
           .where('c.id', 'in', configIds)
           .execute();
   const byId = new Map((rows as ConfigOfType[]).map((r) => [r.id, r]));
-  for (const answer of answers) {
+  for (const [i, answer] of answers.entries()) {
     const config: Record<string, unknown> = {};
-    for (const id of (answer.configs as string[] | undefined) ?? []) {
+    for (const id of idsOf[i]!) {
       const row = byId.get(id);
       if (!row || !(all || asked.includes(row.typeId) || asked.includes(row.typeName))) continue;
       config[row.typeName] = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;
