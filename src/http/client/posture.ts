@@ -2,11 +2,11 @@
 // and evaluated when it asks for a session.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   checkResponses,
   PostureResponseBulkSchema,
   PostureResponseSchema,
-  type PostureResponse,
   type PostureStore,
 } from '../../domain/client/posture-store.js';
 import { SESSION } from '../auth-requirements.js';
@@ -18,7 +18,9 @@ export interface ClientPostureRouteDeps {
   posture: Pick<PostureStore, 'submit'>;
 }
 
-export function clientPostureRoutes(app: FastifyInstance, { posture }: ClientPostureRouteDeps): void {
+export function clientPostureRoutes(server: FastifyInstance, { posture }: ClientPostureRouteDeps): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['posture'];
   const Empty = dataEnvelopeSchema(Type.Object({}));
 
@@ -26,7 +28,7 @@ export function clientPostureRoutes(app: FastifyInstance, { posture }: ClientPos
     config: { auth: SESSION },
     schema: { operationId: 'createPostureResponse', tags, body: PostureResponseSchema, response: { 200: Empty } },
     handler: async (request) => {
-      const response = request.body as PostureResponse;
+      const response = request.body;
       checkResponses([response], (_i, name) => name);
       const caller = callerOf(request);
       await posture.submit({ apiSessionId: caller.apiSessionId, identityId: caller.identityId }, [response]);
@@ -38,7 +40,7 @@ export function clientPostureRoutes(app: FastifyInstance, { posture }: ClientPos
     config: { auth: SESSION },
     schema: { operationId: 'createPostureResponseBulk', tags, body: PostureResponseBulkSchema, response: { 200: Empty } },
     handler: async (request) => {
-      const responses = request.body as PostureResponse[];
+      const responses = request.body;
       checkResponses(responses, (i, name) => `[${i}].${name}`);
       const caller = callerOf(request);
       await posture.submit({ apiSessionId: caller.apiSessionId, identityId: caller.identityId }, responses);
