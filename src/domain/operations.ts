@@ -9,7 +9,7 @@ import { fingerprintOfPem } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import { CONTROLLER_ID_KEY, controllerIdOf as storedControllerId } from '../store/controller-state.js';
-import { GLOBAL_SETTING_ID } from '../resources/operations.js';
+import { GLOBAL_SETTING_ID, type controllerSettings, type revocations } from '../resources/operations.js';
 import { adminOnly, byDelegate, isAdminIdentity } from './identities.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
@@ -42,7 +42,7 @@ async function assertMayRevoke(ctx: WriteContext, type: unknown, id: string): Pr
 }
 
 /** A new revocation is stamped with the moment it may be forgotten. */
-export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour {
+export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour<typeof revocations> {
   return {
     async validate(ctx, next, prev) {
       if (prev) return;
@@ -82,7 +82,7 @@ export async function revoke(
       expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
     };
     await ctx.update('revocations', id, values);
-    return { ...prev, ...values } as Entity;
+    return { ...prev, ...values };
   }, actor);
 }
 
@@ -118,7 +118,7 @@ export function builtInControllerSettings(web: readonly ListenerConfig[]): Contr
 }
 
 /** Redirect and post-logout URIs are absolute http(s) URL patterns, `*` allowed only as the port. */
-export function controllerSettingBehaviour(): ResourceBehaviour {
+export function controllerSettingBehaviour(): ResourceBehaviour<typeof controllerSettings> {
   return {
     async validate(_ctx, next) {
       const oidc = next.oidc;
@@ -128,7 +128,7 @@ export function controllerSettingBehaviour(): ResourceBehaviour {
         if (!Array.isArray(list)) continue;
         for (const [i, uri] of list.entries()) {
           try {
-            checkRedirectUriPattern(uri as string);
+            checkRedirectUriPattern(uri);
           } catch (err) {
             throw fieldError(`oidc.${key}[${i}]`, (err as Error).message, uri);
           }

@@ -2,6 +2,7 @@
 // EST CA certificates. Answers that never change are rendered once per listener.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '../errors.js';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
 import type { Core } from '../app/core.js';
@@ -47,12 +48,14 @@ export function versionRecord(core: Core): Record<string, unknown> {
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function registerInfoRoutes(
-  app: FastifyInstance,
+  server: FastifyInstance,
   core: Core,
   binding: ApiBinding,
   listener: ListenerConfig,
   address: string,
 ): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const config = { auth: PUBLIC };
   const version = JSON.stringify(envelope(versionRecord(core)));
   const capabilities = JSON.stringify(envelope([...CAPABILITIES]));
@@ -89,7 +92,7 @@ export function registerInfoRoutes(
     '/specs/:id',
     { config, schema: { operationId: 'detailSpec', tags: ['informational'], params: SpecParams } },
     (req, reply) => {
-      if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
+      if (req.params.id !== specId) throw notFound('spec', req.params.id);
       return reply.type(JSON_TYPE).send(specOne);
     },
   );
@@ -97,7 +100,7 @@ export function registerInfoRoutes(
     '/specs/:id/spec',
     { config, schema: { operationId: 'detailSpecBody', tags: ['informational'], params: SpecParams } },
     (req, reply) => {
-      if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
+      if (req.params.id !== specId) throw notFound('spec', req.params.id);
       const accept = req.headers.accept ?? '';
       if (/yaml/i.test(accept)) return reply.type('text/yaml; charset=utf-8').send(app.swagger({ yaml: true }));
       return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()));

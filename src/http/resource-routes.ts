@@ -2,6 +2,7 @@
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ALL_OPERATIONS, createSchema, patchSchema, updateSchema, type Operation } from '../resources/kit.js';
 import type { Actor, ResourceService } from '../domain/resources.js';
 import './credentials.js';
@@ -75,11 +76,13 @@ export interface ResourceRouteOptions {
 }
 
 export function registerResourceRoutes(
-  app: FastifyInstance,
+  server: FastifyInstance,
   service: ResourceService,
   flavor: SqlFlavor,
   options: ResourceRouteOptions = {},
 ): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const def = service.def;
   const ops = new Set(options.operations ?? def.operations ?? ALL_OPERATIONS);
   const base = `/${def.name}`;
@@ -101,7 +104,7 @@ export function registerResourceRoutes(
         response: { 200: dataEnvelopeSchema(Type.Array(read)) },
       },
       handler: async (request) => {
-        const query = request.query as Record<string, unknown>;
+        const query = request.query;
         const list = parseList(query, service.filter, flavor);
         const scope = await options.listScope?.(query);
         // The query goes along: computed fields may answer what it asks (configTypes, ...).
@@ -119,7 +122,7 @@ export function registerResourceRoutes(
         params: IdParams,
         response: { 200: dataEnvelopeSchema(read) },
       },
-      handler: async (request) => envelope(await service.get((request.params as { id: string }).id)),
+      handler: async (request) => envelope(await service.get(request.params.id)),
     });
   }
   if (ops.has('create')) {
@@ -132,7 +135,7 @@ export function registerResourceRoutes(
         response: { 201: CreatedSchema },
       },
       handler: async (request, reply) => {
-        const entity = await service.create(request.body as Record<string, unknown>, actorOf(request));
+        const entity = await service.create(request.body, actorOf(request));
         void reply.code(201);
         return envelope({ id: entity.id, _links: { self: { href: `./${def.name}/${entity.id}` } } });
       },
@@ -149,7 +152,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.update((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
+        await service.update(request.params.id, request.body, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -165,7 +168,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.patch((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
+        await service.patch(request.params.id, request.body, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -180,7 +183,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.delete((request.params as { id: string }).id, actorOf(request));
+        await service.delete(request.params.id, actorOf(request));
         return envelope(EMPTY);
       },
     });

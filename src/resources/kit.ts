@@ -186,6 +186,17 @@ export type EntityOfDef<D extends ResourceDef> = BaseEntity &
   (D extends { system: true } ? { isSystem: boolean } : unknown) &
   StoredFields<D['fields']>;
 
+/** The virtual fields of a definition, each present only when the write gave it. */
+type VirtualFields<Fields> = {
+  -readonly [K in keyof Fields as Fields[K] extends { virtual: true } ? K : never]?: ValueOf<Fields[K]> | NullOf<Fields[K]>;
+};
+
+/**
+ * An entity as a write hands it to the domain: the stored fields and, where the write gave them,
+ * the virtual ones (a password to hash, the ids of a service's configs).
+ */
+export type WriteOfDef<D extends ResourceDef> = EntityOfDef<D> & VirtualFields<D['fields']>;
+
 export interface KindsDef {
   /** The field whose value is the kind. */
   field: string;

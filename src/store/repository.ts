@@ -100,12 +100,12 @@ export class Repository<E extends Entity = Entity> {
     if (q.limit !== null) query = query.limit(q.limit);
     if (q.offset > 0) query = q.limit === null ? query.limit(-1).offset(q.offset) : query.offset(q.offset);
     const rows = await query.execute();
-    return { items: rows.map((r) => this.fromRow(r as Record<string, unknown>)), total: Number(countRow.n) };
+    return { items: rows.map((r) => this.fromRow(r)), total: Number(countRow.n) };
   }
 
   async get(ex: Executor, id: string): Promise<E | undefined> {
     const row = await ex.selectFrom(this.source).selectAll().where('id', '=', id).executeTakeFirst();
-    return row ? this.fromRow(row as Record<string, unknown>) : undefined;
+    return row ? this.fromRow(row) : undefined;
   }
 
   async exists(ex: Executor, id: string): Promise<boolean> {
@@ -127,7 +127,7 @@ export class Repository<E extends Entity = Entity> {
       .select(['id', sql.ref<string>(nameColumn).as('name')])
       .where('id', 'in', unique)
       .execute();
-    return new Map(rows.map((r) => [r.id as string, r.name as string]));
+    return new Map(rows.map((r) => [r.id as string, r.name]));
   }
 
   async insert(ex: Executor, entity: Record<string, unknown>): Promise<void> {

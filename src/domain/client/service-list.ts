@@ -210,7 +210,7 @@ export class ClientServices {
     const typeNames = await this.d.configTypes.names();
     if (versions) {
       for (const c of configs.values()) versions.push(...c.versions);
-      for (const c of catalog.values()) versions.push(`${c.id}@${String((c as unknown as Entity).updatedAt)}`);
+      for (const c of catalog.values()) versions.push(`${c.id}@${c.updatedAt}`);
     }
     return entities.map((e) => {
       const grants = access.services.get(e.id) ?? [];

@@ -29,7 +29,7 @@ import type { Kernel } from '../../kernel/kernel.js';
 import { evaluatePolicy, type CheckResult, type PostureCheck } from '../../policy/posture.js';
 import type { AccessViews } from './access-views.js';
 import type { Caller } from './caller.js';
-import type { PostureCheckCatalog } from './catalogs.js';
+import type { CataloguedCheck, PostureCheckCatalog } from './catalogs.js';
 import { clientEdgeRouter, ClientEdgeRouterSchema, edgeRouterScope, type ClientEdgeRouter } from './edge-routers.js';
 import type { PostureFailure, PostureStore } from './posture-store.js';
 import { factsOf } from './service-list.js';
@@ -224,7 +224,7 @@ export class Sessions implements Cache {
     const catalog = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
     const facts = await factsOf(this.d.posture, caller, now);
     const evaluated = granting.map((g) => {
-      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is PostureCheck => c !== undefined);
+      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is CataloguedCheck => c !== undefined);
       return { policyId: g.policyId, checks, ...evaluatePolicy(checks, facts) };
     });
     if (!evaluated.some((e) => e.isPassing)) await this.refuse(caller, serviceId, type, evaluated, now);
@@ -327,7 +327,7 @@ export class Sessions implements Cache {
       .where('type', '=', type)
       .executeTakeFirst();
     if (!row) return undefined;
-    const s = this.d.repo.fromRow(row as Record<string, unknown>);
+    const s = this.d.repo.fromRow(row);
     this.remember(s, seen);
     return s;
   }
@@ -486,7 +486,7 @@ export class Sessions implements Cache {
       .orderBy('name', 'asc')
       .limit(limit)
       .execute();
-    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r as Record<string, unknown>)));
+    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r)));
   }
 
   private async serviceName(id: string): Promise<string> {

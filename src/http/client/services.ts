@@ -4,6 +4,7 @@
 // permissions, as on the Management API.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../../domain/client/caller.js';
 import { ClientServiceFields, type ClientServices, type ConfigTypeChoice } from '../../domain/client/service-list.js';
 import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.js';
@@ -65,7 +66,9 @@ export interface ClientServicesRouteDeps {
   answers: AnswerCache;
 }
 
-export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRouteDeps): void {
+export function clientServicesRoutes(server: FastifyInstance, d: ClientServicesRouteDeps): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const { flavor, resources } = d;
   const services = resources.get('services');
   const terminators = resources.get('terminators');
@@ -88,7 +91,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       const stamp = d.stamp(caller);
       const known = d.answers.get(caller.apiSessionId, request.url, stamp);
       if (known !== undefined) return reply.type(JSON_TYPE).send(known);
-      const query = request.query as Record<string, unknown>;
+      const query = request.query;
       const list = parseList(query, services.filter, flavor);
       const roles = await roleFilterScope('services', flavor)(query);
       const report = { timeDependent: false };
@@ -109,8 +112,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       response: { 200: dataEnvelopeSchema(ClientServiceSchema) },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
-      return envelope(await d.services.get(callerOf(request), id, configTypeChoice(request.query as Record<string, unknown>)));
+      const { id } = request.params;
+      return envelope(await d.services.get(callerOf(request), id, configTypeChoice(request.query)));
     },
   });
 
@@ -128,10 +131,10 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       response: { 200: dataEnvelopeSchema(ServiceEdgeRoutersSchema) },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const caller = callerOf(request);
       // Clients read every router at once (the established answer is not paged): all by default.
-      const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
+      const query = { limit: String(MAX_LIMIT), ...request.query };
       const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
       await d.services.assertVisible(caller, id);
       const token = request.headers['session-token'];
@@ -153,8 +156,8 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       response: { 200: dataEnvelopeSchema(Type.Array(ClientTerminatorSchema)) },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
-      const list = parseList(request.query as Record<string, unknown>, CLIENT_TERMINATOR_FILTER, flavor);
+      const { id } = request.params;
+      const list = parseList(request.query, CLIENT_TERMINATOR_FILTER, flavor);
       const service = await d.services.visible(callerOf(request), id);
       const { items, total } = await listClientTerminators(terminators, service, list.query);
       return envelope(items, listMeta(list, total, CLIENT_TERMINATOR_FILTER));
@@ -170,7 +173,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
     },
     handler: async (request) => {
-      const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
+      const query = { limit: String(MAX_LIMIT), ...request.query };
       const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
       const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, callerOf(request).identityId);
       return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));

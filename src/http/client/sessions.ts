@@ -3,7 +3,8 @@
 // edge routers the session may use.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate, type Sessions } from '../../domain/client/sessions.js';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { SESSION_FILTER, SessionCreateSchema, SessionSchema, type Sessions } from '../../domain/client/sessions.js';
 import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
@@ -17,7 +18,9 @@ export interface ClientSessionsRouteDeps {
   issuerOf: IssuerOf;
 }
 
-export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, issuerOf }: ClientSessionsRouteDeps): void {
+export function clientSessionsRoutes(server: FastifyInstance, { flavor, sessions, issuerOf }: ClientSessionsRouteDeps): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['sessions'];
 
   app.get('/sessions', {
@@ -30,7 +33,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     },
     handler: async (request) => {
       const caller = callerOf(request);
-      const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
+      const list = parseList(request.query, SESSION_FILTER, flavor);
       const { items, total } = await sessions.list(list.query, caller.identityId);
       const issuer = issuerOf(request);
       const tokens = new Map(await Promise.all(items.map(async (s) => [s.id, await sessions.tokenOf(s, issuer)] as const)));
@@ -49,7 +52,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
-      const { session, token } = await sessions.create(caller, request.body as SessionCreate, issuerOf(request));
+      const { session, token } = await sessions.create(caller, request.body, issuerOf(request));
       const [answer] = await sessions.present([session], () => token, { id: caller.identityId, name: caller.identityName });
       void reply.code(201);
       return envelope(answer);
@@ -66,7 +69,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     },
     handler: async (request) => {
       const caller = callerOf(request);
-      const s = await sessions.own(caller, (request.params as { id: string }).id);
+      const s = await sessions.own(caller, request.params.id);
       const token = await sessions.tokenOf(s, issuerOf(request));
       const [answer] = await sessions.present([s], () => token, { id: caller.identityId, name: caller.identityName });
       return envelope(answer);
@@ -77,7 +80,7 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     config: { auth: SESSION },
     schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
     handler: async (request) => {
-      await sessions.delete(await sessions.own(callerOf(request), (request.params as { id: string }).id));
+      await sessions.delete(await sessions.own(callerOf(request), request.params.id));
       return envelope(EMPTY);
     },
   });
