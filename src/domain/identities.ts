@@ -8,6 +8,7 @@ import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
+import type { identities } from '../resources/identities.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /**
@@ -36,7 +37,7 @@ export async function assertMayManage(ctx: WriteContext, identityId: string): Pr
 }
 
 /** Read fields of an identity from its authenticators and API sessions. */
-const identityReadFields = computed(
+const identityReadFields = computed<typeof identities>(
   {
     typeId: Type.String(),
     authenticators: Type.Object({
@@ -82,13 +83,13 @@ const identityReadFields = computed(
   },
 );
 
-export function identityBehaviour(): ResourceBehaviour {
+export function identityBehaviour(): ResourceBehaviour<typeof identities> {
   return {
     async validate(ctx, next, prev) {
       if (prev) await assertMayManage(ctx, prev.id);
       // Only an admin makes admins or grants permissions; a permission holder cannot raise itself.
       if (ctx.actor && !ctx.actor.isAdmin) {
-        const granted = (next.permissions as string[]).filter((p) => !((prev?.permissions as string[] | undefined) ?? []).includes(p));
+        const granted = next.permissions.filter((p) => !(prev?.permissions ?? []).includes(p));
         if ((next.isAdmin === true && prev?.isAdmin !== true) || granted.length > 0) {
           throw new ApiError('UNAUTHORIZED', 'only an admin may grant admin or permissions', {
             field: next.isAdmin === true && prev?.isAdmin !== true ? 'isAdmin' : 'permissions',

@@ -6,7 +6,9 @@ import type { ValidateFunction } from 'ajv';
 import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { entityRef } from '../resources/kit.js';
+import type { EntityOf } from '../resources/index.js';
 import { linkListOf } from '../resources/relations.js';
+import type { configs, configTypes, services } from '../resources/services.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
@@ -58,7 +60,7 @@ function referencedNotFound(field: string, collection: string, id: unknown): Api
  * changed and they cannot be deleted (their tags can change). An operator who needs another shape
  * creates a config type of its own.
  */
-function assertSeededUnchanged(next: Entity, prev: Entity): void {
+function assertSeededUnchanged(next: EntityOf<'config-types'>, prev: EntityOf<'config-types'>): void {
   if (!SEEDED_CONFIG_TYPE_IDS.has(prev.id)) return;
   for (const field of ['name', 'schema', 'target'] as const) {
     if (json(next[field]) !== json(prev[field])) {
@@ -71,7 +73,7 @@ function assertSeededUnchanged(next: Entity, prev: Entity): void {
 }
 
 /** Pages through the configs of a type (id order), in the write's transaction. */
-async function* configsOfType(tx: Tx, resources: Resources, typeId: string): AsyncGenerator<Entity> {
+async function* configsOfType(tx: Tx, resources: Resources, typeId: string): AsyncGenerator<EntityOf<'configs'>> {
   const repo = resources.get('configs').repo;
   let after = '';
   for (;;) {
@@ -83,7 +85,7 @@ async function* configsOfType(tx: Tx, resources: Resources, typeId: string): Asy
       .orderBy('id')
       .limit(CHECK_BATCH)
       .execute();
-    for (const row of rows) yield repo.fromRow(row as Record<string, unknown>);
+    for (const row of rows) yield repo.fromRow(row);
     if (rows.length < CHECK_BATCH) return;
     after = String((rows[rows.length - 1] as { id: string }).id);
   }
@@ -100,7 +102,7 @@ async function assertConfigsStillValid(ctx: WriteContext, typeId: string, valida
     const problem = dataProblem(validate.errors, 'data');
     throw fieldError(
       'schema',
-      `the config ${String(config.name)} (${config.id}) would no longer satisfy it: ${problem.field} ${problem.reason}`,
+      `the config ${config.name} (${config.id}) would no longer satisfy it: ${problem.field} ${problem.reason}`,
     );
   }
 }
@@ -119,7 +121,7 @@ async function typeUsedByServices(tx: Tx, typeId: string): Promise<boolean> {
   return override !== undefined;
 }
 
-export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour {
+export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour<typeof configTypes> {
   return {
     async validate(ctx, next, prev) {
       if (prev) assertSeededUnchanged(next, prev);
@@ -206,11 +208,11 @@ async function configUse(
 }
 
 /** `validators` is a cache: register it so that it follows config type changes. */
-export function configBehaviour(validators: ConfigValidators): ResourceBehaviour {
+export function configBehaviour(validators: ConfigValidators): ResourceBehaviour<typeof configs> {
   return {
     async validate(ctx, next, prev) {
       if (prev && json(next.data) === json(prev.data)) return;
-      const type = await ctx.resources.get('config-types').repo.get(ctx.tx, String(next.configTypeId));
+      const type = await ctx.resources.get('config-types').repo.get(ctx.tx, next.configTypeId);
       if (!type) throw referencedNotFound('configTypeId', 'config-types', next.configTypeId);
       const validate = validators.for(type);
       if (!validate(next.data)) {
@@ -267,7 +269,7 @@ async function checkServiceConfigs(tx: Tx, ids: readonly string[]): Promise<void
   }
 }
 
-export function serviceBehaviour(): ResourceBehaviour {
+export function serviceBehaviour(): ResourceBehaviour<typeof services> {
   return {
     async validate(ctx, next, prev) {
       if (next.terminatorStrategy === '') next.terminatorStrategy = DEFAULT_STRATEGY;
@@ -276,12 +278,12 @@ export function serviceBehaviour(): ResourceBehaviour {
         throw fieldError('terminatorStrategy', `must be one of ${TERMINATOR_STRATEGIES.join(', ')}`, next.terminatorStrategy);
       }
       // configs is absent on a patch that leaves it alone; create and full update always carry it.
-      if (Array.isArray(next.configs)) await checkServiceConfigs(ctx.tx, next.configs as string[]);
+      if (Array.isArray(next.configs)) await checkServiceConfigs(ctx.tx, next.configs);
     },
     async afterWrite(ctx, next) {
       if (!Array.isArray(next.configs)) return;
       await ctx.tx.deleteFrom(SERVICE_CONFIGS.table).where(SERVICE_ID, '=', next.id).execute();
-      const configs = next.configs as string[];
+      const configs = next.configs;
       if (configs.length > 0) {
         await ctx.tx
           .insertInto(SERVICE_CONFIGS.table)
@@ -294,7 +296,7 @@ export function serviceBehaviour(): ResourceBehaviour {
 }
 
 /** `configs` of a page of services: the ids of each one's configs. */
-const serviceConfigIds = computed(
+const serviceConfigIds = computed<typeof services>(
   { configs: Type.Array(Type.String(), { description: 'ids of the configs of the service, at most one per config type' }) },
   async (ex, entities, answers) => {
     if (entities.length === 0) return;
@@ -500,7 +502,7 @@ interface ConfigOfType {
  * `config` on a page of services the list asked `configTypes` of: for each service, the data of its
  * configs whose type is among the asked-for ones (by id or name, or "all"), keyed by the type's name.
  */
-const configsOfTypes = computed(
+const configsOfTypes = computed<typeof services>(
   {
     config: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {
@@ -516,7 +518,9 @@ const configsOfTypes = computed(
 async function addConfigsOfTypes(ex: Executor, configTypes: unknown, answers: Record<string, unknown>[]): Promise<void> {
   const asked = (Array.isArray(configTypes) ? configTypes : [configTypes]).map(String);
   const all = asked.includes('all');
-  const configIds = [...new Set(answers.flatMap((a) => (a.configs as string[] | undefined) ?? []))];
+  // The config ids serviceConfigIds put on each answer (it is filled first).
+  const idsOf = answers.map((a) => (a.configs as string[] | undefined) ?? []);
+  const configIds = [...new Set(idsOf.flat())];
   const rows =
     configIds.length === 0
       ? []
@@ -527,9 +531,9 @@ async function addConfigsOfTypes(ex: Executor, configTypes: unknown, answers: Re
           .where('c.id', 'in', configIds)
           .execute();
   const byId = new Map((rows as ConfigOfType[]).map((r) => [r.id, r]));
-  for (const answer of answers) {
+  for (const [i, answer] of answers.entries()) {
     const config: Record<string, unknown> = {};
-    for (const id of (answer.configs as string[] | undefined) ?? []) {
+    for (const id of idsOf[i]!) {
       const row = byId.get(id);
       if (!row || !(all || asked.includes(row.typeId) || asked.includes(row.typeName))) continue;
       config[row.typeName] = typeof row.data === 'string' ? JSON.parse(row.data) : row.data;

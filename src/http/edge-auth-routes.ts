@@ -2,6 +2,7 @@
 // with its own authenticators.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, fieldError } from '../errors.js';
 import type { Core } from '../app/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
@@ -41,7 +42,13 @@ const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxL
 
 const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 100 }) };
 
-export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
+function isLoginMethod(method: string): method is LoginMethod {
+  return LOGIN_METHODS.some((m) => m === method);
+}
+
+export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const serialisedIdentities = new WeakMap<object, string>();
   const authenticatorRead = core.resources.get('authenticators').read;
   const identities = core.resources.get('identities');
@@ -60,8 +67,8 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       response: { 200: CurrentSession },
     },
     handler: async (request, reply) => {
-      const method = (request.query as { method?: string }).method;
-      if (!method || !LOGIN_METHODS.includes(method as LoginMethod)) {
+      const method = request.query.method;
+      if (!method || !isLoginMethod(method)) {
         throw new ApiError('INVALID_AUTH_METHOD', `method must be one of ${LOGIN_METHODS.join(', ')}`, {
           field: 'method',
           reason: `must be one of ${LOGIN_METHODS.join(', ')}`,
@@ -80,7 +87,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
         if (body.password === undefined) throw fieldError('password', 'is required');
       }
       const result = await login(core, {
-        method: method as LoginMethod,
+        method,
         username: body.username,
         password: body.password,
         peerCertificate: peerCertificate(request),
@@ -150,7 +157,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       response: { 200: listEnvelopeSchema(authenticatorsDef, authenticatorRead) },
     },
     handler: async (request) => {
-      const list = parseList(request.query as Record<string, unknown>, authenticators.filter, core.resources.flavor);
+      const list = parseList(request.query, authenticators.filter, core.resources.flavor);
       const { items, total } = await listOwnAuthenticators(core.resources, principalOf(request).identity.id, list.query);
       return envelope(items, listMeta(list, total, authenticators.filter));
     },
@@ -165,7 +172,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       response: { 200: detailEnvelopeSchema(authenticatorsDef, authenticatorRead) },
     },
     handler: async (request) =>
-      envelope(await ownAuthenticatorAnswer(core.resources, principalOf(request).identity.id, (request.params as { id: string }).id)),
+      envelope(await ownAuthenticatorAnswer(core.resources, principalOf(request).identity.id, request.params.id)),
   });
 
   const patchBody = named(Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]), 'authenticatorPatchWithCurrent');
@@ -184,7 +191,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
         const actor = actorOf(request);
         await changeOwnAuthenticator(core.resources, (entity, password) => checkCurrentPassword(core, entity, password, request.ip), {
           identityId: principalOf(request).identity.id,
-          id: (request.params as { id: string }).id,
+          id: request.params.id,
           currentPassword,
           fields,
           mode: verb === 'patch' ? 'patch' : 'update',

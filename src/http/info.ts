@@ -2,6 +2,7 @@
 // EST CA certificates. Answers that never change are rendered once per listener.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '../errors.js';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
 import type { Core } from '../app/core.js';
@@ -76,12 +77,14 @@ const Version = dataEnvelopeSchema(VersionSchema, 'listVersionEnvelope');
 const SpecBodySchema = Type.Object({}, { additionalProperties: true, title: 'specBody', description: 'the OpenAPI document' });
 
 export function registerInfoRoutes(
-  app: FastifyInstance,
+  server: FastifyInstance,
   core: Core,
   binding: ApiBinding,
   listener: ListenerConfig,
   address: string,
 ): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const config = { auth: PUBLIC };
   const version = JSON.stringify(envelope(versionRecord(core)));
   const capabilities = JSON.stringify(envelope([...CAPABILITIES]));
@@ -133,7 +136,7 @@ export function registerInfoRoutes(
       schema: { operationId: 'detailSpec', tags, params: SpecParams, response: { 200: dataEnvelopeSchema(SpecSchema, 'detailSpecEnvelope') } },
     },
     (req, reply) => {
-      if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
+      if (req.params.id !== specId) throw notFound('spec', req.params.id);
       return reply.type(JSON_TYPE).send(specOne);
     },
   );
@@ -150,7 +153,7 @@ export function registerInfoRoutes(
       },
     },
     (req, reply) => {
-      if ((req.params as { id: string }).id !== specId) throw notFound('spec', (req.params as { id: string }).id);
+      if (req.params.id !== specId) throw notFound('spec', req.params.id);
       const accept = req.headers.accept ?? '';
       if (/yaml/i.test(accept)) return reply.type('text/yaml; charset=utf-8').send(app.swagger({ yaml: true }));
       return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()));
@@ -167,10 +170,8 @@ export function registerInfoRoutes(
         response: { 200: Type.String({ description: 'the CA certificates, a base64 encoded PKCS #7 bundle' }) },
       },
     },
-    (_req, reply) =>
-      reply
-        .type('application/pkcs7-mime')
-        .header('content-transfer-encoding', 'base64')
-        .send(core.pki.cacertsPkcs7Base64),
+    (_req, reply) => {
+      void reply.type('application/pkcs7-mime').header('content-transfer-encoding', 'base64').send(core.pki.cacertsPkcs7Base64);
+    },
   );
 }

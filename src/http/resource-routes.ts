@@ -2,6 +2,7 @@
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   ALL_OPERATIONS,
   createSchema,
@@ -105,11 +106,13 @@ export interface ResourceRouteOptions {
 }
 
 export function registerResourceRoutes(
-  app: FastifyInstance,
+  server: FastifyInstance,
   service: ResourceService,
   flavor: SqlFlavor,
   options: ResourceRouteOptions = {},
 ): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const def = service.def;
   const ops = new Set(options.operations ?? def.operations ?? ALL_OPERATIONS);
   const base = `/${def.name}`;
@@ -131,7 +134,7 @@ export function registerResourceRoutes(
         response: { 200: listEnvelopeSchema(def, read) },
       },
       handler: async (request) => {
-        const query = request.query as Record<string, unknown>;
+        const query = request.query;
         const list = parseList(query, service.filter, flavor);
         const scope = await options.listScope?.(query);
         // The query goes along: computed fields may answer what it asks (configTypes, ...).
@@ -149,7 +152,7 @@ export function registerResourceRoutes(
         params: IdParams,
         response: { 200: detailEnvelopeSchema(def, read) },
       },
-      handler: async (request) => envelope(await service.get((request.params as { id: string }).id)),
+      handler: async (request) => envelope(await service.get(request.params.id)),
     });
   }
   if (ops.has('create')) {
@@ -162,7 +165,7 @@ export function registerResourceRoutes(
         response: { 201: CreatedSchema },
       },
       handler: async (request, reply) => {
-        const entity = await service.create(request.body as Record<string, unknown>, actorOf(request));
+        const entity = await service.create(request.body, actorOf(request));
         void reply.code(201);
         return envelope({ id: entity.id, _links: { self: { href: `./${def.name}/${entity.id}` } } });
       },
@@ -179,7 +182,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.update((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
+        await service.update(request.params.id, request.body, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -195,7 +198,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.patch((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
+        await service.patch(request.params.id, request.body, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -210,7 +213,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.delete((request.params as { id: string }).id, actorOf(request));
+        await service.delete(request.params.id, actorOf(request));
         return envelope(EMPTY);
       },
     });

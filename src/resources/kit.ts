@@ -65,6 +65,12 @@ export interface ResourceDef<Name extends string = string> {
   /** What one of it is called in messages, e.g. `service policy`. */
   label: string;
   table: string;
+  /**
+   * A view the reads come from, when the collection lists records of other tables too (every router,
+   * edge routers included). Its columns are the definition's; writes go to `table`, and a record read
+   * from another table is written through the resource that owns it.
+   */
+  readFrom?: string;
   /** Permission group of the interface document, or null for records only admins reach. */
   permission: string | null;
   fields: Readonly<Record<string, FieldDef>>;
@@ -179,6 +185,17 @@ type StoredFields<Fields> = {
 export type EntityOfDef<D extends ResourceDef> = BaseEntity &
   (D extends { system: true } ? { isSystem: boolean } : unknown) &
   StoredFields<D['fields']>;
+
+/** The virtual fields of a definition, each present only when the write gave it. */
+type VirtualFields<Fields> = {
+  -readonly [K in keyof Fields as Fields[K] extends { virtual: true } ? K : never]?: ValueOf<Fields[K]> | NullOf<Fields[K]>;
+};
+
+/**
+ * An entity as a write hands it to the domain: the stored fields and, where the write gave them,
+ * the virtual ones (a password to hash, the ids of a service's configs).
+ */
+export type WriteOfDef<D extends ResourceDef> = EntityOfDef<D> & VirtualFields<D['fields']>;
 
 export interface KindsDef {
   /** The field whose value is the kind. */

@@ -14,10 +14,13 @@ import { compareText } from './access-views.js';
 /** Posture checks kept at most (a check known not to exist counts too). */
 const MAX_CACHED_CHECKS = 50_000;
 
+/** A catalogued posture check: what evaluation needs, and its last write (its version in answers). */
+export type CataloguedCheck = PostureCheck & Pick<EntityOf<'posture-checks'>, 'updatedAt'>;
+
 /** Posture checks by id, read once and dropped when they change. */
 export class PostureCheckCatalog implements Cache {
   readonly name = 'posture-check-catalog';
-  private readonly cache = new BoundedMap<string, PostureCheck | null>({ maxEntries: MAX_CACHED_CHECKS });
+  private readonly cache = new BoundedMap<string, CataloguedCheck | null>({ maxEntries: MAX_CACHED_CHECKS });
 
   constructor(
     private readonly store: Store,
@@ -33,9 +36,9 @@ export class PostureCheckCatalog implements Cache {
   }
 
   /** The checks with these ids that exist. */
-  async get(ids: Iterable<string>): Promise<Map<string, PostureCheck>> {
+  async get(ids: Iterable<string>): Promise<Map<string, CataloguedCheck>> {
     const wanted = [...new Set(ids)];
-    const out = new Map<string, PostureCheck>();
+    const out = new Map<string, CataloguedCheck>();
     const missing: string[] = [];
     for (const id of wanted) {
       const c = this.cache.get(id);
@@ -45,9 +48,9 @@ export class PostureCheckCatalog implements Cache {
     if (missing.length > 0) {
       const seen = this.cache.drops;
       const rows = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', 'in', missing).execute();
-      const found = new Map<string, PostureCheck>();
+      const found = new Map<string, CataloguedCheck>();
       for (const row of rows) {
-        const e = this.repo.fromRow(row as Record<string, unknown>);
+        const e = this.repo.fromRow(row);
         found.set(e.id, e);
       }
       for (const id of missing) {
@@ -183,7 +186,7 @@ export class ServiceCatalog implements Cache {
     const epoch = this.epoch;
     const rows = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', 'in', missing).execute();
     for (const row of rows) {
-      const e = this.repo.fromRow(row as Record<string, unknown>);
+      const e = this.repo.fromRow(row);
       out.set(e.id, e);
       if (epoch === this.epoch) this.entities.set(e.id, e);
     }

@@ -42,7 +42,7 @@ export interface PolicyPostureQueries {
 }
 
 /** Posture facts of a caller now. */
-export async function factsOf(posture: PostureStore, caller: Caller, now: number): Promise<PostureFacts> {
+export async function factsOf(posture: Pick<PostureStore, 'of'>, caller: Caller, now: number): Promise<PostureFacts> {
   return {
     posture: await posture.of(caller.apiSessionId, caller.identityId),
     mfa: { isMfaComplete: caller.isMfaComplete, passedAt: caller.sessionCreatedAt },
@@ -168,6 +168,14 @@ export class ClientServices {
     if (grants.length === 0) throw notFound('service', id);
   }
 
+  /** The id and name of a service the caller may dial or bind; 404 for any other (or none). */
+  async visible(caller: Caller, id: string): Promise<{ id: string; name: string }> {
+    const { grants } = await this.d.access.grantsFor(caller.identityId, id);
+    const entity = grants.length > 0 ? (await this.d.catalog.services([id])).get(id) : undefined;
+    if (!entity) throw notFound('service', id);
+    return { id, name: String(entity.name) };
+  }
+
   /** One service of the caller; 404 when the caller may not use it (or it does not exist). */
   async get(caller: Caller, id: string, configTypes: ConfigTypeChoice): Promise<Record<string, unknown>> {
     const { grants } = await this.d.access.grantsFor(caller.identityId, id);
@@ -202,7 +210,7 @@ export class ClientServices {
     const typeNames = await this.d.configTypes.names();
     if (versions) {
       for (const c of configs.values()) versions.push(...c.versions);
-      for (const c of catalog.values()) versions.push(`${c.id}@${String((c as unknown as Entity).updatedAt)}`);
+      for (const c of catalog.values()) versions.push(`${c.id}@${c.updatedAt}`);
     }
     return entities.map((e) => {
       const grants = access.services.get(e.id) ?? [];

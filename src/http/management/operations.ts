@@ -2,6 +2,7 @@
 // setting of a controller), the controllers list and the resource counts.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Core } from '../../app/core.js';
 import { builtInControllerSettings, countRecords, effectiveControllerSetting, revoke } from '../../domain/operations.js';
 import { createSchema, LinksSchema } from '../../resources/kit.js';
@@ -27,7 +28,9 @@ const SummarySchema = Type.Record(Type.String(), Type.Integer(), {
   title: 'listSummaryCounts',
 });
 
-export function operationsRoutes(app: FastifyInstance, core: Core): void {
+export function operationsRoutes(server: FastifyInstance, core: Core): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const r = core.resources;
   const flavor = r.flavor;
   const settings = r.get('controller-settings');
@@ -43,7 +46,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       response: { 201: CreatedSchema },
     },
     handler: async (request, reply) => {
-      const entity = await revoke(r, core.config.edge.oidc, request.body as Record<string, unknown>, actorOf(request));
+      const entity = await revoke(r, core.config.edge.oidc, request.body, actorOf(request));
       void reply.code(201);
       return envelope({ id: entity.id, _links: { self: { href: `./${revocations.def.name}/${entity.id}` } } });
     },
@@ -61,7 +64,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       response: { 200: dataEnvelopeSchema(EffectiveSettingSchema, 'detailControllerSettingEffectiveEnvelope') },
     },
     handler: async (request) =>
-      envelope(await effectiveControllerSetting(r, builtIn, (request.params as { id: string }).id)),
+      envelope(await effectiveControllerSetting(r, builtIn, request.params.id)),
   });
 
   app.get('/summary', {

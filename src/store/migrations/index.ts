@@ -6,5 +6,16 @@ import { m0003Network } from './0003-network.js';
 import { m0004Oidc } from './0004-oidc.js';
 import { m0005SystemIdentities } from './0005-system-identities.js';
 import { m0006Sessions } from './0006-sessions.js';
+import { m0007EdgeRouterSyncStatus } from './0007-edge-router-sync-status.js';
+import { m0008AllRouters } from './0008-all-routers.js';
 
-export const migrations: readonly StoreMigration[] = [m0001Base, m0002Identities, m0003Network, m0004Oidc, m0005SystemIdentities, m0006Sessions];
+export const migrations: readonly StoreMigration[] = [
+  m0001Base,
+  m0002Identities,
+  m0003Network,
+  m0004Oidc,
+  m0005SystemIdentities,
+  m0006Sessions,
+  m0007EdgeRouterSyncStatus,
+  m0008AllRouters,
+];
