@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   ENTITY_CAN_NOT_BE_UPDATED: 400,
   ENTITY_CAN_NOT_BE_DELETED: 400,
   CAN_NOT_DELETE_REFERENCED_ENTITY: 409,
+  // An edge router changed through /routers: it is changed at /edge-routers (the established code).
+  CAN_NOT_UPDATE_ROUTER: 409,
   REFERENCED_ENTITY_NOT_FOUND: 400,
   ENROLLMENT_EXISTS: 409,
   ENROLLMENT_EXPIRED: 400,

@@ -5,7 +5,7 @@
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, CLIENT, expectError, json, MGMT, call, startTestController, type TestController } from './helpers.js';
-import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
+import { client, HOST, idsOf, INTERCEPT, Network, ok, routerIdsOf, type Person } from './fixtures/network.js';
 import { bearer, oidcLogin } from './oidc-helpers.js';
 
 let t: TestController;
@@ -87,7 +87,7 @@ describe('the journey of alice', () => {
     dialId = s.id;
     expect(s).toMatchObject({ serviceId: ids.web, identityId: alice.id, type: 'Dial' });
     expect(s.edgeRouters).toEqual([
-      { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, cost: 0, noTraversal: false, disabled: false },
+      { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, syncStatus: 'SYNC_UNKNOWN', cost: 0, noTraversal: false, disabled: false },
     ]);
     const keys = json(await t.inject({ method: 'GET', url: '/oidc/keys' }));
     // Checked at the controller's time: the token expires with the API session.
@@ -103,7 +103,7 @@ describe('the journey of alice', () => {
     expect(again.token).toBe(s.token);
     // the session token opens the service's edge routers
     const routers = await client(t, 'GET', `/services/${ids.web}/edge-routers`, token, undefined, { 'session-token': s.token });
-    expect(idsOf(routers)).toEqual([ids.router]);
+    expect(routerIdsOf(routers)).toEqual([ids.router]);
   });
 
   it('is refused the bind while her posture fails, and the refusal is recorded', async () => {
@@ -136,7 +136,7 @@ describe('the journey of alice', () => {
     const before = ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt;
     expect(ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt).toBe(before);
     t.clock.advance(1_000);
-    ok(await client(t, 'POST', '/posture-response', token, { id: ids.domainCheck, typeId: 'DOMAIN', domain: 'CORP.example' }));
+    ok(await client(t, 'POST', '/posture-response', token, { id: ids.domainCheck, typeId: 'DOMAIN', domain: 'CORP.example' }), 201);
     const after = ok(await client(t, 'GET', '/current-api-session/service-updates', token)).lastChangeAt;
     expect(Date.parse(after)).toBeGreaterThan(Date.parse(before));
 

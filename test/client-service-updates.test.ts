@@ -100,7 +100,7 @@ describe('lastChangeAt does not move for changes outside the caller\u2019s list'
     ['an edge router policy', async () => void (await net.edgeRouterPolicy(['#eng'], ['#public'])), []],
     ['a config no service uses', async () => void (await net.config('intercept.v1', INTERCEPT)), []],
     ['a posture check of other policies', () => net.patch('posture-checks', ids.otherCheck!, { typeId: 'DOMAIN', domains: ['else.example'] }), ['carol']],
-    ['another identity\u2019s posture', async () => void ok(await client(t, 'POST', '/posture-response', tokens.bob, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' })), ['bob']],
+    ['another identity\u2019s posture', async () => void ok(await client(t, 'POST', '/posture-response', tokens.bob, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' }), 201), ['bob']],
     ['a service policy for others', async () => void (await net.servicePolicy('Bind', ['#sales'], ['#sales'])), ['carol']],
     ['another identity\u2019s access', () => net.patch('identities', carol.id, { roleAttributes: ['emea'] }), ['carol']],
   ])('%s', async (_name, change, expected) => {
@@ -110,7 +110,7 @@ describe('lastChangeAt does not move for changes outside the caller\u2019s list'
 
 describe('lastChangeAt moves when the caller\u2019s list changes', () => {
   it.each<[string, () => Promise<void>, string[]]>([
-    ['its own posture changes what passes', async () => void ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' })), ['alice']],
+    ['its own posture changes what passes', async () => void ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' }), 201), ['alice']],
     ['a posture check of its policies', () => net.patch('posture-checks', ids.check!, { typeId: 'DOMAIN', domains: ['corp.example', 'lab.example'] }), ['alice', 'bob']],
     ['access gained: a new service', async () => void (ids.wiki = await net.service('wiki', ['web'])), ['alice', 'bob']],
     ['a service of its list', () => net.patch('services', ids.web!, { maxIdleTimeMillis: 60_000 }), ['alice', 'bob']],
@@ -136,7 +136,7 @@ describe('lastChangeAt moves when the caller\u2019s list changes', () => {
 
 describe('lastChangeAt after the same posture again, and per API session', () => {
   it('does not move when the same posture is reported again', async () => {
-    expect(await moved(async () => void ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' })))).toEqual([]);
+    expect(await moved(async () => void ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.check, typeId: 'DOMAIN', domain: 'corp.example' }), 201))).toEqual([]);
   });
 
   it('is kept per API session: another API session of the same identity has its own', async () => {
@@ -145,7 +145,7 @@ describe('lastChangeAt after the same posture again, and per API session', () =>
     const other = await marker(second);
     t.clock.advance(1_000);
     // the second API session's posture passes now; the first's list is unchanged
-    ok(await client(t, 'POST', '/posture-response', second, { id: ids.check, typeId: 'DOMAIN', domain: 'lab.example' }));
+    ok(await client(t, 'POST', '/posture-response', second, { id: ids.check, typeId: 'DOMAIN', domain: 'lab.example' }), 201);
     expect(await marker(tokens.alice!)).toBe(before);
     expect(Date.parse(await marker(second))).toBeGreaterThan(Date.parse(other));
   });

@@ -5,7 +5,7 @@
 // the caller's edge routers; the admin-only writes; the controllers and external JWT signer lists.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
-import { client, HOST, idsOf, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
+import { client, HOST, idsOf, INTERCEPT, Network, ok, routerIdsOf, type Person } from './fixtures/network.js';
 import { ClientReadModel } from '../src/domain/client/read-model.js';
 import type { Caller } from '../src/domain/client/caller.js';
 
@@ -288,18 +288,48 @@ describe('writes of services on the Client API', () => {
 });
 
 describe('edge routers and terminators', () => {
-  it('GET /services/{id}/edge-routers: the routers the caller may use for the service', async () => {
+  it('GET /services/{id}/edge-routers: the routers the caller may use for the service, as {edgeRouters}', async () => {
     // alice (eng) reaches er-public; erin (eng, sales) both; carol (sales) cannot use web at all
-    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/edge-routers`, tokens.alice))).toEqual([ids.router]);
-    const erin = ok(await client(t, 'GET', `/services/${ids.web}/edge-routers?sort=name`, tokens.erin)) as any[];
+    const url = `/services/${ids.web}/edge-routers`;
+    const alices = await client(t, 'GET', url, tokens.alice);
+    expect(Object.keys(ok(alices))).toEqual(['edgeRouters']);
+    expect(routerIdsOf(alices)).toEqual([ids.router]);
+    const erin = ok(await client(t, 'GET', `${url}?sort=name`, tokens.erin)).edgeRouters as any[];
     expect(erin.map((r) => r.name)).toEqual(['er-core', 'er-public']);
-    expect(Object.keys(erin[0]).sort()).toEqual(
-      ['_links', 'cost', 'createdAt', 'disabled', 'hostname', 'id', 'isOnline', 'name', 'noTraversal', 'supportedProtocols', 'tags', 'updatedAt', 'urls'].sort(),
-    );
-    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/edge-routers?filter=${encodeURIComponent('name = "er-core"')}`, tokens.erin))).toEqual([ids.routerCore]);
-    expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers`, tokens.carol), 404, 'NOT_FOUND');
-    expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers?filter=${encodeURIComponent('fingerprint = "x"')}`, tokens.erin), 400, 'INVALID_FILTER', 'filter');
-    expectError(await client(t, 'GET', `/services/${ids.web}/edge-routers`), 401, 'UNAUTHORIZED');
+    // commonEdgeRouterProperties with the urls of a session's edge routers (and the id); nothing of enrollment
+    expect(erin[0]).toEqual({
+      id: ids.routerCore,
+      name: 'er-core',
+      hostname: '',
+      isOnline: false,
+      supportedProtocols: {},
+      urls: {},
+      syncStatus: 'SYNC_UNKNOWN',
+      cost: 0,
+      noTraversal: false,
+      disabled: false,
+    });
+    expect(routerIdsOf(await client(t, 'GET', `${url}?filter=${encodeURIComponent('name = "er-core"')}`, tokens.erin))).toEqual([ids.routerCore]);
+    const paged = await client(t, 'GET', `${url}?sort=name&limit=1&offset=1`, tokens.erin);
+    expect(routerIdsOf(paged)).toEqual([ids.router]);
+    expect(json(paged).meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: 2 });
+    expectError(await client(t, 'GET', url, tokens.carol), 404, 'NOT_FOUND');
+    expectError(await client(t, 'GET', `${url}?filter=${encodeURIComponent('fingerprint = "x"')}`, tokens.erin), 400, 'INVALID_FILTER', 'filter');
+    expectError(await client(t, 'GET', url), 401, 'UNAUTHORIZED');
+  });
+
+  it('GET /services/{id}/edge-routers answers every router at once unless a limit is asked for', async () => {
+    // someone of their own, so the other tests' callers keep their routers
+    const frank = await net.person('frank');
+    const many = await net.service('many-routers');
+    await net.servicePolicy('Dial', [`@${frank.id}`], [`@${many}`]);
+    const routers: string[] = [];
+    for (let i = 0; i < 12; i++) routers.push(await net.edgeRouter(`many-${String(i).padStart(2, '0')}`, ['many']));
+    await net.edgeRouterPolicy([`@${frank.id}`], ['#many']);
+    await net.serviceEdgeRouterPolicy([`@${many}`], ['#many']);
+    const res = await client(t, 'GET', `/services/${many}/edge-routers`, await net.login(frank));
+    expect(routerIdsOf(res).sort()).toEqual([...routers].sort());
+    expect(json(res).meta.pagination.totalCount).toBe(12);
   });
 
   it('a session-token header must be a session of the caller for that service', async () => {
@@ -307,7 +337,7 @@ describe('edge routers and terminators', () => {
     const mine = ok(await client(t, 'POST', '/sessions', tokens.alice, { serviceId: ids.wiki }), 201);
     const headers = (token: string) => ({ 'session-token': token });
     const url = `/services/${ids.wiki}/edge-routers`;
-    expect(idsOf(await client(t, 'GET', url, tokens.alice, undefined, headers(mine.token)))).toEqual([ids.router]);
+    expect(routerIdsOf(await client(t, 'GET', url, tokens.alice, undefined, headers(mine.token)))).toEqual([ids.router]);
     for (const bad of ['garbage', `${mine.token.slice(0, -4)}AAAA`, mine.token.split('.').slice(0, 2).join('.') + '.']) {
       expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(bad)), 401, 'UNAUTHORIZED');
     }
@@ -322,18 +352,52 @@ describe('edge routers and terminators', () => {
     expectError(await client(t, 'GET', url, tokens.alice, undefined, headers(mine.token)), 401, 'UNAUTHORIZED');
   });
 
-  it('GET /services/{id}/terminators: those of a service the caller may use', async () => {
-    const list = ok(await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.bob)) as any[];
-    expect(list.map((x) => x.id)).toEqual([ids.terminator]);
-    expect(list[0].identitySecret).toBeUndefined();
-    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('cost > 5')}`, tokens.bob))).toEqual([]);
+  it('GET /services/{id}/terminators: those of a service the caller may use, in the limited view', async () => {
+    const res = await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.bob);
+    const list = ok(res) as any[];
+    expect(list).toEqual([
+      {
+        _links: { self: { href: `./terminators/${ids.terminator}` } },
+        id: ids.terminator,
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+        tags: {},
+        serviceId: ids.web,
+        service: { _links: { self: { href: `./services/${ids.web}` } }, entity: 'services', id: ids.web, name: 'web' },
+        routerId: ids.router,
+        identity: '',
+      },
+    ]);
+    expect(json(res).meta.filterableFields.sort()).toEqual(['createdAt', 'id', 'identity', 'router', 'service', 'tags', 'updatedAt']);
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent(`router = "${ids.router}"`)}`, tokens.bob))).toEqual([ids.terminator]);
+    expect(idsOf(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('router = "elsewhere"')}`, tokens.bob))).toEqual([]);
     expectError(await client(t, 'GET', `/services/${ids.web}/terminators`, tokens.carol), 404, 'NOT_FOUND');
     expectError(await client(t, 'GET', `/services/${ids.web}/terminators?limit=x`, tokens.bob), 400, 'INVALID_PAGINATION', 'limit');
     expectError(await client(t, 'GET', `/services/${ids.web}/terminators`), 401, 'UNAUTHORIZED');
   });
 
+  it('never shows a client where or how a service is hosted, nor lets a filter or sort probe it', async () => {
+    const body = (await client(t, 'GET', `/services/${ids.web}/terminators?limit=500`, tokens.bob)).body;
+    for (const hidden of ['tcp:127.0.0.1:8443', 'transport', 'address', 'binding', 'cost', 'precedence', 'identitySecret']) {
+      expect(body.includes(hidden), hidden).toBe(false);
+    }
+    // each filter would tell whether the address, binding, cost or precedence is what it guesses
+    for (const probe of ['address contains "127.0.0.1"', 'binding = "transport"', 'cost > 5', 'precedence = "default"', 'identitySecretHash != null']) {
+      expectError(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent(probe)}`, tokens.bob), 400, 'INVALID_FILTER', 'filter');
+    }
+    for (const probe of ['address', 'cost desc', 'binding', 'precedence']) {
+      expectError(await client(t, 'GET', `/services/${ids.web}/terminators?sort=${encodeURIComponent(probe)}`, tokens.bob), 400, 'INVALID_SORT_IDENTIFIER');
+    }
+    expectError(await client(t, 'GET', `/services/${ids.web}/terminators?filter=${encodeURIComponent('id != "x" sort by address')}`, tokens.bob), 400, 'INVALID_SORT_IDENTIFIER');
+    // the Management API still shows an admin everything
+    const full = ok(await call(t, 'GET', `${MGMT}/services/${ids.web}/terminators`, { token: net.admin })) as any[];
+    expect(full[0]).toMatchObject({ address: 'tcp:127.0.0.1:8443', binding: 'transport', cost: 0, precedence: 'default' });
+  });
+
   it('GET /current-identity/edge-routers: the routers of the caller\u2019s edge router policies', async () => {
-    expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.alice))).toEqual([ids.router]);
+    const mine = ok(await client(t, 'GET', '/current-identity/edge-routers', tokens.alice)) as any[];
+    expect(mine.map((r) => r.id)).toEqual([ids.router]);
+    expect(mine[0]).toMatchObject({ name: 'er-public', isOnline: false, syncStatus: 'SYNC_UNKNOWN' });
     expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.carol))).toEqual([ids.routerCore]);
     expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers?sort=name', tokens.erin))).toEqual([ids.routerCore, ids.router]);
     expect(idsOf(await client(t, 'GET', '/current-identity/edge-routers', tokens.dave))).toEqual([]);

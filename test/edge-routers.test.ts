@@ -81,6 +81,8 @@ describe('create and read', () => {
       isOnline: false,
       isVerified: false,
       supportedProtocols: {},
+      // not connected: the sync state is unknown, as the established controller says of such a router
+      syncStatus: 'SYNC_UNKNOWN',
     });
     expect(e._links).toEqual({
       self: { href: `./edge-routers/${created.id}` },
@@ -108,8 +110,18 @@ describe('create and read', () => {
   });
 
   it('ignores read-only fields on writes', async () => {
-    const id = await createRouter({ name: 'er-readonly', isOnline: true, isVerified: true, fingerprint: 'ff', hostname: 'h', supportedProtocols: { tls: 'x' } });
-    expect(await get(id)).toMatchObject({ isOnline: false, isVerified: false, fingerprint: null, hostname: '', supportedProtocols: {} });
+    const id = await createRouter({
+      name: 'er-readonly',
+      isOnline: true,
+      isVerified: true,
+      fingerprint: 'ff',
+      hostname: 'h',
+      supportedProtocols: { tls: 'x' },
+      syncStatus: 'SYNC_DONE',
+    });
+    expect(await get(id)).toMatchObject({ isOnline: false, isVerified: false, fingerprint: null, hostname: '', supportedProtocols: {}, syncStatus: 'SYNC_UNKNOWN' });
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { syncStatus: 'SYNC_DONE' } })).statusCode).toBe(200);
+    expect((await get(id)).syncStatus).toBe('SYNC_UNKNOWN');
   });
 });
 
@@ -208,11 +220,13 @@ describe('list', () => {
   it('filters, sorts and pages', async () => {
     const body = await list(`${q('name contains "erl-"')}&sort=cost&limit=2`);
     expect(names(body)).toEqual(['erl-c', 'erl-b']);
+    expect(body.data.map((e: { syncStatus: string }) => e.syncStatus)).toEqual(['SYNC_UNKNOWN', 'SYNC_UNKNOWN']);
     expect(body.meta.pagination).toEqual({ limit: 2, offset: 0, totalCount: 3 });
     expect(body.meta.filterableFields).toEqual(
-      expect.arrayContaining(['id', 'name', 'cost', 'disabled', 'isTunnelerEnabled', 'noTraversal', 'roleAttributes', 'fingerprint', 'hostname', 'isOnline', 'isVerified']),
+      expect.arrayContaining(['id', 'name', 'cost', 'disabled', 'isTunnelerEnabled', 'noTraversal', 'roleAttributes', 'fingerprint', 'hostname', 'isOnline', 'isVerified', 'syncStatus']),
     );
     expect(body.meta.filterableFields).not.toContain('appData');
+    expect(names(await list(`${q('name contains "erl-" and syncStatus = "SYNC_DONE"')}`))).toEqual([]);
   });
 
   it('takes roleFilter and roleSemantic', async () => {

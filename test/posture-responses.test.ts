@@ -78,7 +78,7 @@ describe.each(KINDS)('a %s check', (typeId, fields, failing, passing) => {
     expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
     const query = async (tk: string) => ok(await client(t, 'GET', `/services/${service}`, tk)).postureQueries[0];
     expect((await query(token)).isPassing).toBe(false);
-    for (const r of passing(check)) ok(await client(t, 'POST', '/posture-response', token, r));
+    for (const r of passing(check)) ok(await client(t, 'POST', '/posture-response', token, r), 201);
     expect(await query(token)).toMatchObject({ isPassing: true, postureQueries: [{ id: check, typeId, isPassing: true }] });
     expect(ok(await client(t, 'POST', '/sessions', token, { serviceId: service }), 201).serviceId).toBe(service);
     // the other API session of the same identity has reported nothing
@@ -103,20 +103,74 @@ describe('an MFA check', () => {
     expect(q).toMatchObject({ id: check, typeId: 'MFA', isPassing: true, timeout: 600, promptOnWake: true, promptOnUnlock: false });
     expect(q.timeoutRemaining).toBeGreaterThan(0);
     expect(ok(await client(t, 'POST', '/sessions', token, { serviceId: service }), 201).serviceId).toBe(service);
-    // the device woke after the MFA: asked again
+    // the device woke after the MFA: asked again, and the answer says for which service
     t.clock.advance(1_000);
-    ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }));
+    const woke = ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }), 201);
+    expect(woke).toEqual({ services: [{ id: service, name: 'svc-MFA', postureQueryType: 'MFA', timeout: 600, timeoutRemaining: 0 }] });
     expect(ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing).toBe(false);
+    // already asked: a second wake changes nothing
+    t.clock.advance(1_000);
+    expect(ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }), 201)).toEqual({ services: [] });
     const data = ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin }));
     expect(data.apiSessionPostureData[apiSessionId]).toMatchObject({
       endpointState: { wokenAt: expect.any(String) },
       mfa: { apiSessionId, passedMfa: true },
     });
     // ENDPOINT_STATE is the same report under its own name
-    ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'ENDPOINT_STATE', unlocked: true }));
+    // the check does not ask again on unlock
+    expect(ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'ENDPOINT_STATE', unlocked: true }), 201)).toEqual({ services: [] });
     expect(ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin })).apiSessionPostureData[apiSessionId].endpointState.unlockedAt).toEqual(
       expect.any(String),
     );
+  });
+});
+
+describe('the answer of a posture response', () => {
+  it('lists the caller\u2019s services whose MFA checks ask again after the report, with the shortest timeout', async () => {
+    const long = await net.postureCheck('MFA', { timeoutSeconds: 900, promptOnUnlock: true });
+    const short = await net.postureCheck('MFA', { timeoutSeconds: 300, promptOnUnlock: true });
+    const wakeOnly = await net.postureCheck('MFA', { timeoutSeconds: 60, promptOnWake: true });
+    const forever = await net.postureCheck('MFA', { timeoutSeconds: -1, promptOnUnlock: true });
+    const erin = await net.person('erin', ['mfa-staff']);
+    const frank = await net.person('frank', ['mfa-other']);
+    const both = await net.service('mfa-both');
+    const noTimeout = await net.service('mfa-forever');
+    const wake = await net.service('mfa-wake');
+    const others = await net.service('mfa-others');
+    await net.servicePolicy('Dial', ['#mfa-staff'], [`@${both}`], [`@${long}`, `@${short}`]);
+    await net.servicePolicy('Bind', ['#mfa-staff'], [`@${noTimeout}`], [`@${forever}`]);
+    await net.servicePolicy('Dial', ['#mfa-staff'], [`@${wake}`], [`@${wakeOnly}`]);
+    // frank's service shares the check, but erin may not use it: never named to her
+    await net.servicePolicy('Dial', ['#mfa-other'], [`@${others}`], [`@${long}`]);
+    const token = await net.login(erin);
+    const bulk = (body: unknown) => client(t, 'POST', '/posture-response-bulk', token, body);
+    // no MFA yet: nothing passed, so nothing changes
+    expect(ok(await bulk([{ id: long, typeId: 'ENDPOINT_STATE', unlocked: true }]))).toEqual({ services: [] });
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    t.clock.advance(1_000);
+    // reports of other kinds never ask for MFA
+    expect(ok(await bulk([{ id: 'x', typeId: 'DOMAIN', domain: 'erin.example' }]))).toEqual({ services: [] });
+    const res = await bulk([
+      { id: 'x', typeId: 'DOMAIN', domain: 'erin.example' },
+      { id: long, typeId: 'ENDPOINT_STATE', unlocked: true },
+    ]);
+    expect(res.statusCode).toBe(200);
+    expect(ok(res)).toEqual({
+      services: [
+        { id: both, name: 'mfa-both', postureQueryType: 'MFA', timeout: 300, timeoutRemaining: 0 },
+        { id: noTimeout, name: 'mfa-forever', postureQueryType: 'MFA', timeout: -1, timeoutRemaining: 0 },
+      ],
+    });
+    // and the service list agrees: those checks now fail, the wake-only one still passes
+    const queries = async (id: string) => ok(await client(t, 'GET', `/services/${id}`, token)).postureQueries[0];
+    expect((await queries(both)).isPassing).toBe(false);
+    expect((await queries(wake)).isPassing).toBe(true);
+    // frank's own session is another device: untouched
+    const franks = await net.login(frank);
+    const frankSession = ok(await client(t, 'GET', '/current-api-session', franks)).id as string;
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(frankSession)!);
+    expect((ok(await client(t, 'GET', `/services/${others}`, franks)).postureQueries[0]).isPassing).toBe(true);
   });
 });
 
@@ -151,8 +205,8 @@ describe('POST /posture-response and /posture-response-bulk', () => {
 
   it('accept an empty bulk and a response for a check that does not exist', async () => {
     const token = await net.login(bob);
-    expect(ok(await client(t, 'POST', '/posture-response-bulk', token, []))).toEqual({});
-    expect(ok(await client(t, 'POST', '/posture-response', token, { id: 'no-such-check', typeId: 'DOMAIN', domain: 'bob.example' }))).toEqual({});
+    expect(ok(await client(t, 'POST', '/posture-response-bulk', token, []))).toEqual({ services: [] });
+    expect(ok(await client(t, 'POST', '/posture-response', token, { id: 'no-such-check', typeId: 'DOMAIN', domain: 'bob.example' }), 201)).toEqual({ services: [] });
   });
 });
 
@@ -183,7 +237,7 @@ describe('posture on the Management API', () => {
     // a newer report from another API session wins at the top
     const second = await net.login(carol);
     t.clock.advance(1_000);
-    ok(await client(t, 'POST', '/posture-response', second, { id: 'c-dom', typeId: 'DOMAIN', domain: 'second.example' }));
+    ok(await client(t, 'POST', '/posture-response', second, { id: 'c-dom', typeId: 'DOMAIN', domain: 'second.example' }), 201);
     const later = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
     expect(later.domain.domain).toBe('second.example');
     expect(Object.keys(later.apiSessionPostureData)).toHaveLength(2);

@@ -4,7 +4,20 @@
 // or references.
 import { describe, expect, it } from 'vitest';
 import { field, type ResourceDef } from '../src/resources/kit.js';
-import { deriveRelations, LINK_LISTS, LINK_TABLES, linkListOf, POLICY_SPECS, RELATED_LISTS, ROLE_KINDS } from '../src/resources/relations.js';
+import {
+  deriveRelations,
+  LINK_LISTS,
+  LINK_TABLES,
+  linkListOf,
+  POLICY_COLLECTIONS,
+  POLICY_SPECS,
+  RELATED_LISTS,
+  ROLE_KINDS,
+  roleListOf,
+  type PolicyCollection,
+  type RoleField,
+  type RoleKind,
+} from '../src/resources/relations.js';
 
 const entity = (name: string, label: string, withAttributes = true): ResourceDef => ({
   name,
@@ -48,6 +61,22 @@ describe("the controller's relations", () => {
     expect(lists.length).toBe(7);
     expect(new Set(LINK_TABLES.map((l) => l.table)).size).toBe(lists.length);
     expect(LINK_TABLES.map((l) => l.table)).toEqual(lists.map((l) => l.linkTable));
+  });
+
+  it('are named as their types spell them, so a misspelt name does not compile', () => {
+    // Each record must name every member of its union and nothing else, or it does not compile.
+    const policies: Record<PolicyCollection, true> = { 'service-policies': true, 'edge-router-policies': true, 'service-edge-router-policies': true };
+    const kinds: Record<RoleKind, true> = { identity: true, service: true, 'edge-router': true, 'posture-check': true };
+    const fields: Record<RoleField, true> = { identityRoles: true, serviceRoles: true, postureCheckRoles: true, edgeRouterRoles: true };
+    expect([...POLICY_COLLECTIONS].sort()).toEqual(Object.keys(policies).sort());
+    expect(Object.keys(ROLE_KINDS).sort()).toEqual(Object.keys(kinds).sort());
+    const derivedFields = new Set(Object.values(POLICY_SPECS).flatMap((p) => p.lists.map((l) => l.field)));
+    expect([...derivedFields].sort()).toEqual(Object.keys(fields).sort());
+
+    // @ts-expect-error no such policy collection
+    expect(() => roleListOf('service-polices', 'identities')).toThrow(/service-polices has no role lists/);
+    // @ts-expect-error edge router policies select no services
+    expect(() => roleListOf('edge-router-policies', 'services')).toThrow(/edge-router-policies has 0 role lists selecting services/);
   });
 
   it('serve each related list once, with an operation id of its own', () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PRUNE_INTERVAL_MS, Revocations, type RevocationRecord } from '../src/auth/revocations.js';
 import { revocationBehaviour, revocationKeepMs } from '../src/domain/operations.js';
 import type { WriteContext } from '../src/domain/resources.js';
-import type { Entity } from '../src/store/repository.js';
+import type { EntityOf } from '../src/resources/index.js';
 import {
   ADMIN_ENV,
   asAdmin,
@@ -183,10 +183,10 @@ describe('expiry', () => {
   it('is stamped from the write time, on create only', async () => {
     const behaviour = revocationBehaviour({ accessTokenDuration: HOUR, refreshTokenDuration: 3 * HOUR });
     const ctx = { now: '2026-03-04T05:06:07.890Z' } as WriteContext;
-    const next = { id: 'x', type: 'JTI' } as unknown as Entity;
+    const next = { id: 'x', type: 'JTI' } as unknown as EntityOf<'revocations'>;
     await behaviour.validate!(ctx, next, undefined);
     expect(next.expiresAt).toBe('2026-03-04T08:06:07.890Z');
-    const later = { ...next, expiresAt: 'kept' } as Entity;
+    const later = { ...next, expiresAt: 'kept' };
     await behaviour.validate!({ now: '2027-01-01T00:00:00.000Z' } as WriteContext, later, next);
     expect(later.expiresAt).toBe('kept');
   });

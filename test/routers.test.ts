@@ -1,6 +1,11 @@
-// Routers without edge functions on the Management API: one table, served at /routers and at
-// /transit-routers with the same fields, validation and permissions.
+// Routers on the Management API: the routers table, served at /routers and at /transit-routers with
+// the same fields, validation and permissions; both list edge routers too (an edge router is a
+// router), which are read and deleted there but changed only at /edge-routers; router names are
+// unique across both kinds; and a store from before the shared view keeps every router.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrations } from '../src/store/migrations/index.js';
+import { openSqlite } from '../src/store/sqlite.js';
+import { Store } from '../src/store/store.js';
 import {
   ADMIN_ENV,
   asAdmin,
@@ -178,5 +183,115 @@ describe('one table behind both paths', () => {
     expect(res.statusCode, res.body).toBe(201);
     await call(t, 'DELETE', `${MGMT}/routers/${id}`, { token: admin });
     expectError(await call(t, 'GET', `${MGMT}/terminators/${json(res).data.id}`, { token: admin }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('edge routers are routers too', () => {
+  const er = async (body: Record<string, unknown>) => {
+    const res = await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body });
+    expect(res.statusCode, res.body).toBe(201);
+    return json(res).data.id as string;
+  };
+  const names = async (path: string, filter: string) =>
+    (json(await call(t, 'GET', `${MGMT}/${path}?limit=500&sort=name&filter=${encodeURIComponent(filter)}`, { token: admin })).data as { name: string }[]).map(
+      (e) => e.name,
+    );
+
+  it('both paths list them beside the others, with filter, sort and paging over all', async () => {
+    const edgeId = await er({ name: 'mix-b-edge', cost: 7, noTraversal: true, roleAttributes: ['x'] });
+    await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'mix-a-router', cost: 9 } });
+    await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'mix-c-transit', cost: 5 } });
+    for (const path of ['routers', 'transit-routers']) {
+      expect(await names(path, 'name contains "mix-"')).toEqual(['mix-a-router', 'mix-b-edge', 'mix-c-transit']);
+      expect(await names(path, 'name contains "mix-" and cost < 8')).toEqual(['mix-b-edge', 'mix-c-transit']);
+      const page = json(await call(t, 'GET', `${MGMT}/${path}?sort=cost&limit=1&offset=1&filter=${encodeURIComponent('name contains "mix-"')}`, { token: admin }));
+      expect(page.data.map((e: { id: string }) => e.id)).toEqual([edgeId]);
+      expect(page.meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: 3 });
+      // the router fields of it, nothing of the edge router's own
+      const one = json(await call(t, 'GET', `${MGMT}/${path}/${edgeId}`, { token: admin })).data;
+      expect(one).toMatchObject({ id: edgeId, name: 'mix-b-edge', cost: 7, noTraversal: true, disabled: false, isOnline: false, isVerified: false, fingerprint: null });
+      expect(one._links.self.href).toBe(`./${path}/${edgeId}`);
+      for (const f of ['roleAttributes', 'isTunnelerEnabled', 'hostname', 'supportedProtocols', 'syncStatus', 'appData']) expect(one).not.toHaveProperty(f);
+    }
+    // /edge-routers still lists only edge routers
+    expect(await names('edge-routers', 'name contains "mix-"')).toEqual(['mix-b-edge']);
+  });
+
+  it('is changed only at /edge-routers: 409 CAN_NOT_UPDATE_ROUTER through /routers, nothing changed', async () => {
+    const id = await er({ name: 'fixed-edge', cost: 3 });
+    for (const path of ['routers', 'transit-routers']) {
+      expectError(await call(t, 'PATCH', `${MGMT}/${path}/${id}`, { token: admin, body: { cost: 4 } }), 409, 'CAN_NOT_UPDATE_ROUTER');
+      expectError(await call(t, 'PUT', `${MGMT}/${path}/${id}`, { token: admin, body: { name: 'renamed-edge' } }), 409, 'CAN_NOT_UPDATE_ROUTER');
+    }
+    expect(json(await call(t, 'GET', `${MGMT}/edge-routers/${id}`, { token: admin })).data).toMatchObject({ name: 'fixed-edge', cost: 3 });
+    expect((await call(t, 'PATCH', `${MGMT}/edge-routers/${id}`, { token: admin, body: { cost: 4 } })).statusCode).toBe(200);
+    expect(json(await call(t, 'GET', `${MGMT}/routers/${id}`, { token: admin })).data.cost).toBe(4);
+  });
+
+  it('deleting it through /routers deletes the edge router with its tunneler identity, policy and terminators', async () => {
+    const id = await er({ name: 'doomed-edge', isTunnelerEnabled: true });
+    const service = await t.app.core.resources.get('services').create({ name: 'doomed-service' });
+    const res = await call(t, 'POST', `${MGMT}/terminators`, { token: admin, body: { service: service.id, router: id, address: 'tcp:c:3', binding: 'transport' } });
+    expect(res.statusCode, res.body).toBe(201);
+    expect((await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin })).statusCode).toBe(200);
+    const del = await call(t, 'DELETE', `${MGMT}/transit-routers/${id}`, { token: admin });
+    expect(del.statusCode, del.body).toBe(200);
+    for (const path of ['edge-routers', 'routers', 'identities', 'terminators']) {
+      const target = path === 'terminators' ? json(res).data.id : id;
+      expectError(await call(t, 'GET', `${MGMT}/${path}/${target}`, { token: admin }), 404, 'NOT_FOUND');
+    }
+    const policies = json(await call(t, 'GET', `${MGMT}/edge-router-policies?filter=${encodeURIComponent(`name = "edge-router-${id}-system"`)}`, { token: admin }));
+    expect(policies.data).toEqual([]);
+  });
+
+  it('names are unique across every router, whichever path writes them', async () => {
+    const id = await er({ name: 'taken-by-edge' });
+    await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'taken-by-router' } });
+    expectError(await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'taken-by-edge' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expectError(await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'taken-by-edge' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expectError(await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'taken-by-router' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expectError(await call(t, 'PATCH', `${MGMT}/edge-routers/${id}`, { token: admin, body: { name: 'taken-by-router' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    // its own name again is no conflict
+    expect((await call(t, 'PATCH', `${MGMT}/edge-routers/${id}`, { token: admin, body: { name: 'taken-by-edge', cost: 1 } })).statusCode).toBe(200);
+    expect(await names('routers', 'name contains "taken-by-"')).toEqual(['taken-by-edge', 'taken-by-router']);
+  });
+
+  it('a terminator on an edge router names it through /routers as well', async () => {
+    const id = await er({ name: 'hosting-edge' });
+    const service = await t.app.core.resources.get('services').create({ name: 'hosted-service' });
+    const res = await call(t, 'POST', `${MGMT}/terminators`, { token: admin, body: { service: service.id, router: id, address: 'tcp:d:4', binding: 'transport' } });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(json(await call(t, 'GET', `${MGMT}/terminators/${json(res).data.id}`, { token: admin })).data).toMatchObject({ routerId: id, router: { id, name: 'hosting-edge' } });
+  });
+});
+
+describe('a store from before the routers view', () => {
+  it('keeps every router and edge router, and lists them all once migrated', async () => {
+    const store = new Store(openSqlite(':memory:'));
+    try {
+      const before = migrations.findIndex((m) => m.name === '0008-all-routers');
+      expect(before).toBeGreaterThan(0);
+      await store.migrate(migrations.slice(0, before));
+      const now = '2026-01-02T03:04:05.678Z';
+      const base = { created_at: now, updated_at: now, tags: '{}' };
+      await store.db.insertInto('routers').values({ ...base, id: 'old-r', name: 'old-router', cost: 2, ctrl_chan_listeners: '{"tls:a:1":[]}' }).execute();
+      await store.db
+        .insertInto('edge_routers')
+        .values({ ...base, id: 'old-e', name: 'old-edge', cost: 5, role_attributes: '["a"]', is_tunneler_enabled: 1, hostname: 'h', sync_status: 'SYNC_UNKNOWN' })
+        .execute();
+      expect(await store.migrate(migrations)).toEqual(['0008-all-routers']);
+      const rows = await store.db.selectFrom('all_routers').selectAll().orderBy('id').execute();
+      expect(rows.map((r) => [r.id, r.name, r.cost])).toEqual([
+        ['old-e', 'old-edge', 5],
+        ['old-r', 'old-router', 2],
+      ]);
+      // the tables themselves are untouched
+      expect(await store.db.selectFrom('edge_routers').select(['id', 'role_attributes', 'hostname', 'is_tunneler_enabled']).execute()).toEqual([
+        { id: 'old-e', role_attributes: '["a"]', hostname: 'h', is_tunneler_enabled: 1 },
+      ]);
+      expect(await store.db.selectFrom('routers').select(['id', 'ctrl_chan_listeners']).execute()).toEqual([{ id: 'old-r', ctrl_chan_listeners: '{"tls:a:1":[]}' }]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 // The migrated schema must be what the resource definitions imply: same columns, nullability,
-// types, unique columns and references, and the link tables their relations imply (the policies'
-// role lists and the link lists). A definition change without a migration fails here.
+// types, unique columns and references, the link tables their relations imply (the policies'
+// role lists and the link lists), and the views definitions read from. A definition change
+// without a migration fails here.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,26 @@ describe.each(defs.map((d) => [d.name, d] as const))('table of %s', (_name, def)
     expect(rows.map((r) => ({ column: r.from, table: r.table })).sort((a, b) => a.column.localeCompare(b.column))).toEqual(
       [...spec.references].sort((a, b) => a.column.localeCompare(b.column)),
     );
+  });
+});
+
+const withViews = defs.filter((d) => d.readFrom !== undefined);
+
+describe.each(withViews.map((d) => [d.name, d] as const))('view read by %s', (_name, def) => {
+  it('has exactly the columns of the definition, of the same types', async () => {
+    const spec = tableSpec(def, tableOf);
+    const { rows } = await sql<{ name: string; type: string }>`select name, type from pragma_table_info(${def.readFrom!})`.execute(store.db);
+    expect(rows.map((r) => ({ name: r.name, type: r.type.toLowerCase() })).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
+      spec.columns.map((c) => ({ name: c.name, type: store.dialect.columnType(c.type) })).sort((a, b) => a.name.localeCompare(b.name)),
+    );
+  });
+});
+
+describe('views', () => {
+  it('are the routers\u2019 (read by routers and transit-routers), and every view is read by a definition', async () => {
+    expect(withViews.map((d) => d.name).sort()).toEqual(['routers', 'transit-routers']);
+    const { rows } = await sql<{ name: string }>`select name from sqlite_master where type = 'view'`.execute(store.db);
+    expect(rows.map((r) => r.name).sort()).toEqual([...new Set(withViews.map((d) => d.readFrom!))].sort());
   });
 });
 

@@ -51,7 +51,7 @@ function start(options: string): Promise<Running> {
 `,
       );
       const config = loadConfig({ config: file, dataDir: join(dir.path, 'data') }, ADMIN_ENV);
-      const app = await createApp(config, { log: pino({ level: 'silent' }), memoryStore: true });
+      const app = await createApp(config, { log: pino({ level: 'silent' }), memoryStore: true, checkAnswers: true });
       const [url] = await app.listen();
       return { app, port: Number(new URL(url!).port), remove: dir.remove };
     })();

@@ -6,7 +6,7 @@
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
-import { client, idsOf, Network, ok, type Person } from './fixtures/network.js';
+import { client, idsOf, Network, ok, routerIdsOf, type Person } from './fixtures/network.js';
 import { signCompact } from '../src/oidc/jws.js';
 
 let t: TestController;
@@ -85,11 +85,11 @@ describe('POST /sessions', () => {
       },
     });
     // half of policy A is not enough
-    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.domain, typeId: 'DOMAIN', domain: 'corp.example' }));
+    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.domain, typeId: 'DOMAIN', domain: 'corp.example' }), 201);
     const half = expectError(await create(tokens.alice, { serviceId: ids.guarded }), 409, 'INVALID_POSTURE');
     expect(half.error.cause.data[ids.guardA!]).toContainEqual({ id: ids.domain, typeId: 'DOMAIN', isPassing: true });
     // policy B alone passing is enough
-    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.os, typeId: 'OS', type: 'Linux', version: '6.8.0', build: '1' }));
+    ok(await client(t, 'POST', '/posture-response', tokens.alice, { id: ids.os, typeId: 'OS', type: 'Linux', version: '6.8.0', build: '1' }), 201);
     expect(ok(await create(tokens.alice, { serviceId: ids.guarded }), 201).serviceId).toBe(ids.guarded);
     // bob's posture is his own
     expectError(await create(tokens.bob, { serviceId: ids.guarded }), 409, 'INVALID_POSTURE');
@@ -131,6 +131,7 @@ describe('POST /sessions', () => {
       [routers[29], true],
     ]);
     expect(s.edgeRouters.slice(2).every((r: any) => r.isOnline === false)).toBe(true);
+    expect(s.edgeRouters.every((r: any) => r.syncStatus === 'SYNC_UNKNOWN')).toBe(true);
   });
 
   it('signs the token with the current key; after a rotation tokens are signed again with the new one', async () => {
@@ -169,6 +170,20 @@ describe('the caller\u2019s sessions', () => {
     expectError(await client(t, 'GET', '/sessions?filter=true', tokens.alice), 400, 'INVALID_FILTER', 'filter');
     expectError(await client(t, 'GET', '/sessions?sort=token', tokens.alice), 400, 'INVALID_SORT_IDENTIFIER');
     expectError(await client(t, 'GET', '/sessions'), 401, 'UNAUTHORIZED');
+  });
+
+  it('list items carry the token and the edge routers, as the detail does', async () => {
+    const list = ok(await client(t, 'GET', '/sessions?limit=500', tokens.alice)) as any[];
+    expect(list.length).toBe(alices.length);
+    for (const item of list) {
+      const detail = ok(await client(t, 'GET', `/sessions/${item.id}`, tokens.alice));
+      expect(item.edgeRouters).toEqual(detail.edgeRouters);
+      expect(item.token).toBe(detail.token);
+    }
+    const web = list.find((x) => x.serviceId === ids.web)!;
+    expect(web.edgeRouters).toEqual([
+      { id: ids.router, name: 'er-1', hostname: '', isOnline: false, supportedProtocols: {}, urls: {}, syncStatus: 'SYNC_UNKNOWN', cost: 0, noTraversal: false, disabled: false },
+    ]);
   });
 
   it('pages and sorts', async () => {
@@ -241,16 +256,24 @@ describe('sessions end with', () => {
 });
 
 describe('sessions on the Management API', () => {
-  it('lists, reads and deletes every session, never with its token', async () => {
+  it('lists, reads and deletes every session, with its edge routers and never with its token', async () => {
     const mine = ok(await create(tokens.alice, { serviceId: ids.web }), 201);
     const res = await call(t, 'GET', `${MGMT}/sessions?limit=500&filter=${encodeURIComponent(`identityId = "${alice.id}" and type = "Dial"`)}`, { token: net.admin });
     const list = ok(res) as any[];
     expect(list.map((s) => s.id)).toContain(mine.id);
-    expect(list.every((s) => s.token === undefined && s.edgeRouters === undefined && s.identityId === alice.id)).toBe(true);
+    expect(list.every((s) => s.token === undefined && Array.isArray(s.edgeRouters) && s.identityId === alice.id)).toBe(true);
+    expect(list.find((s) => s.id === mine.id).edgeRouters).toEqual(mine.edgeRouters);
+    expect(list.flatMap((s) => s.edgeRouters).every((r: any) => r.syncStatus === 'SYNC_UNKNOWN')).toBe(true);
     expect(json(res).meta.filterableFields).toEqual(expect.arrayContaining(['apiSessionId', 'identityId', 'serviceId', 'type']));
     const detail = ok(await call(t, 'GET', `${MGMT}/sessions/${mine.id}`, { token: net.admin }));
-    expect(detail).toMatchObject({ id: mine.id, apiSessionId: mine.apiSessionId, serviceId: ids.web, type: 'Dial' });
+    expect(detail).toMatchObject({ id: mine.id, apiSessionId: mine.apiSessionId, serviceId: ids.web, type: 'Dial', edgeRouters: mine.edgeRouters });
     expect(detail.token).toBeUndefined();
+    // the owner's token appears in no management read, under any name
+    const owner = ok(await client(t, 'GET', `/sessions/${mine.id}`, tokens.alice)).token as string;
+    for (const body of [res.body, (await call(t, 'GET', `${MGMT}/sessions/${mine.id}`, { token: net.admin })).body]) {
+      expect(body.includes(owner)).toBe(false);
+      expect(body.includes(owner.split('.')[2]!)).toBe(false);
+    }
     expect(ok(await call(t, 'GET', `${MGMT}/sessions/${mine.id}/route-path`, { token: net.admin }))).toEqual({ routePath: [] });
     ok(await call(t, 'DELETE', `${MGMT}/sessions/${mine.id}`, { token: net.admin }));
     expectError(await client(t, 'GET', `/sessions/${mine.id}`, tokens.alice), 404, 'NOT_FOUND');
@@ -319,7 +342,7 @@ describe('the session token expires with its API session', () => {
   it('is refused once expired, while its API session lives on; a fresh read hands out a current one', async () => {
     const token = await ownNet.login(dave);
     const s = ok(await client(own, 'POST', '/sessions', token, { serviceId: web }), 201);
-    expect(idsOf(await routers(token, s.token))).toHaveLength(1);
+    expect(routerIdsOf(await routers(token, s.token))).toHaveLength(1);
     const timeout = own.config.edge.api.sessionTimeout;
     // Activity keeps the API session alive past the first token's expiry.
     own.clock.advance(timeout * 0.6);
@@ -330,7 +353,7 @@ describe('the session token expires with its API session', () => {
     const again = ok(await client(own, 'GET', `/sessions/${s.id}`, token));
     expect(again.id).toBe(s.id);
     expect(claims(again.token).exp * 1000).toBeGreaterThan(own.clock());
-    expect(idsOf(await routers(token, again.token))).toHaveLength(1);
+    expect(routerIdsOf(await routers(token, again.token))).toHaveLength(1);
     const listed = (ok(await client(own, 'GET', '/sessions', token)) as any[]).find((x) => x.id === s.id);
     expect(claims(listed.token).exp).toBe(claims(again.token).exp);
   });
@@ -341,6 +364,6 @@ describe('the session token expires with its API session', () => {
     const key = own.app.core.oidc.keys.current;
     const { exp: _exp, ...forever } = claims(s.token);
     expectError(await routers(token, signCompact(key.alg, key.privateKey, key.headers.jwt, forever)), 401, 'UNAUTHORIZED');
-    expect(idsOf(await routers(token, s.token))).toHaveLength(1);
+    expect(routerIdsOf(await routers(token, s.token))).toHaveLength(1);
   });
 });

@@ -59,10 +59,10 @@ describe('counts', () => {
     });
     expect(data['api-sessions']).toBeGreaterThanOrEqual(1);
     expect(data['transit-routers']).toBe(data.routers);
-    // every count equals a count of its own table
+    // every count equals a count of what its collection lists (its table, or its view)
     const db = t.app.core.store.db;
     for (const service of t.app.core.resources.all()) {
-      const row = await db.selectFrom(service.def.table).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
+      const row = await db.selectFrom(service.repo.source).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
       expect(data[service.def.name], service.def.name).toBe(Number(row.n));
     }
   });
@@ -82,6 +82,17 @@ describe('counts', () => {
 
     expect((await call(t, 'DELETE', `${MGMT}/identities/${identityId}`, { token: admin })).statusCode).toBe(200);
     expect((await summary()).identities).toBe(before.identities);
+  });
+
+  it('counts an edge router as a router too, as /routers lists it', async () => {
+    const before = await summary();
+    expect((await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'counted-er' } })).statusCode).toBe(201);
+    expect((await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'counted-r' } })).statusCode).toBe(201);
+    const after = await summary();
+    expect(after['edge-routers']).toBe(before['edge-routers']! + 1);
+    expect(after.routers).toBe(before.routers! + 2);
+    expect(after['transit-routers']).toBe(after.routers);
+    expect(json(await call(t, 'GET', `${MGMT}/routers?limit=1`, { token: admin })).meta.pagination.totalCount).toBe(after.routers);
   });
 });
 

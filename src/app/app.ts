@@ -43,7 +43,10 @@ export interface AppOptions {
   server?: ServerOptions;
   /** Where a generated admin password is shown once (standard error by default). */
   announce?: (message: string) => void;
-  /** Refuse management answers that drift from their read schema (tests; see ResourcesOptions). */
+  /**
+   * Refuse answers that drift from their schemas (tests): a resource answer from its read schema (see
+   * ResourcesOptions), any Edge API answer from its route's response schema (http/answer-check.ts).
+   */
   checkAnswers?: boolean;
 }
 

@@ -6,6 +6,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
 import { handleError, handleNotFound } from '../http/errors.js';
+import { jsonBodyParser } from '../http/json-body.js';
 import { validatorCompiler } from '../http/validation.js';
 import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
 import { clientRoutes } from '../http/client/index.js';
@@ -59,6 +60,7 @@ export async function buildServer(
   }) as unknown as FastifyInstance; // the HTTPS server and pino logger generics narrow nothing we use
   limits.install(app);
   app.setValidatorCompiler(validatorCompiler());
+  jsonBodyParser(app);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
 

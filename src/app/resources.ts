@@ -14,7 +14,7 @@ import { identityBehaviour } from '../domain/identities.js';
 import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
 import { authPolicyBehaviour } from '../domain/auth-policies.js';
-import { resourceDefs, type ResourceName } from '../resources/index.js';
+import { resourceDefs, type ResourceDefOf, type ResourceName } from '../resources/index.js';
 
 export interface ResourceDeps {
   sessions: ApiSessions;
@@ -29,8 +29,11 @@ export interface ResourceDeps {
   serviceFieldsForCaller: ServiceFieldsForCaller;
 }
 
+/** Per collection, a behaviour over that collection's own definition. */
+type BehaviourOfEach = { [N in ResourceName]?: ResourceBehaviour<ResourceDefOf<N>> };
+
 /** The domain behaviour of each collection that has one beyond CRUD and its relations. */
-function domainBehaviours(deps: ResourceDeps): Partial<Record<ResourceName, ResourceBehaviour>> {
+function domainBehaviours(deps: ResourceDeps): BehaviourOfEach {
   return {
     'auth-policies': authPolicyBehaviour(),
     identities: identityBehaviour(),

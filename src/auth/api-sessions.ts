@@ -141,7 +141,7 @@ export class ApiSessions implements Cache {
         .where('token_hash', '=', tokenHash)
         .executeTakeFirst();
       if (!row) return undefined;
-      session = this.fromEntity(this.repo.fromRow(row as Record<string, unknown>));
+      session = this.fromEntity(this.repo.fromRow(row));
       this.remember(session, seen);
     }
     if (this.clock() >= this.expiresAt(session)) {
@@ -171,7 +171,7 @@ export class ApiSessions implements Cache {
     const seen = this.byId.drops;
     const row = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', '=', id).executeTakeFirst();
     if (!row) return undefined;
-    const session = this.fromEntity(this.repo.fromRow(row as Record<string, unknown>));
+    const session = this.fromEntity(this.repo.fromRow(row));
     this.remember(session, seen);
     return session;
   }
@@ -304,7 +304,7 @@ export class ApiSessions implements Cache {
       isMfaComplete: e.isMfaComplete === true,
       isCertExtendable: e.isCertExtendable === true,
       improperClientCertChain: e.improperClientCertChain === true,
-      tags: (e.tags as ApiSession['tags']) ?? {},
+      tags: e.tags ?? {},
     };
   }
 }

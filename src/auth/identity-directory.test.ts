@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { EntityOf } from '../resources/index.js';
 import type { Entity, Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 import { IdentityDirectory, isDisabledAt } from './identity-directory.js';
@@ -23,7 +24,7 @@ describe('IdentityDirectory', () => {
         if (reads === 1) await blocked;
         return seen;
       },
-    } as unknown as Repository;
+    } as unknown as Repository<EntityOf<'identities'>>;
     const directory = new IdentityDirectory({ db: {} } as Store, repo, () => 0);
 
     const pending = directory.get('id1');

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
+import type { EntityOf } from '../resources/index.js';
 import type { Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 
@@ -32,7 +33,7 @@ export class IdentityDirectory implements Cache {
 
   constructor(
     private readonly store: Store,
-    private readonly repo: Repository,
+    private readonly repo: Repository<EntityOf<'identities'>>,
     private readonly clock: Clock,
     maxCached = MAX_CACHED_IDENTITIES,
   ) {
@@ -48,11 +49,11 @@ export class IdentityDirectory implements Cache {
     if (!e) return undefined;
     const state: IdentityState = {
       id: e.id,
-      name: e.name as string,
+      name: e.name,
       isAdmin: e.isAdmin === true,
       isDefaultAdmin: e.isDefaultAdmin === true,
-      permissions: (e.permissions as string[]) ?? [],
-      authPolicyId: e.authPolicyId as string,
+      permissions: e.permissions ?? [],
+      authPolicyId: e.authPolicyId,
       disabled: e.disabled === true,
       disabledUntil: typeof e.disabledUntil === 'string' ? Date.parse(e.disabledUntil) : null,
     };

@@ -132,7 +132,7 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Pri
     .where('username', '=', req.username ?? '')
     .where('method', '=', 'updb')
     .executeTakeFirst();
-  const authenticator = row ? authenticators.fromRow(row as Record<string, unknown>) : undefined;
+  const authenticator = row ? authenticators.fromRow(row) : undefined;
   const check = await verifyPassword(authenticator?.passwordHash, req.password ?? '');
   // A wrong password learns nothing about the account: not whether it exists, is locked or
   // disabled, nor what its policy allows. Only the right one hears why it is refused.
@@ -172,7 +172,7 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
     .where('method', '=', 'cert')
     .executeTakeFirst();
   if (!row) throw invalidAuth('the client certificate belongs to no identity');
-  const authenticator = core.kernel.repo('authenticators').fromRow(row as Record<string, unknown>);
+  const authenticator = core.kernel.repo('authenticators').fromRow(row);
   const identity = await usableIdentity(core, authenticator);
   const rules = await rulesOf(core, identity);
   if (!rules.primary.cert.allowed) throw invalidAuth('the auth policy does not allow certificate logins');

@@ -48,7 +48,7 @@ function recordOf(row: Record<string, unknown>): RevocationRecord {
 export function storedRevocation(ex: Executor): RevocationReader {
   return async (id) => {
     const row = await ex.selectFrom('revocations').select([...COLUMNS]).where('id', '=', id).executeTakeFirst();
-    return row ? recordOf(row as Record<string, unknown>) : undefined;
+    return row ? recordOf(row) : undefined;
   };
 }
 
@@ -140,7 +140,7 @@ export class Revocations implements Cache {
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', iso(this.clock()))]))
       .execute();
     const byKind = new Map<RevocationKind, Map<string, Entry>>(REVOCATION_KINDS.map((k) => [k, new Map()]));
-    for (const row of rows) this.add(recordOf(row as Record<string, unknown>), byKind);
+    for (const row of rows) this.add(recordOf(row), byKind);
     return byKind;
   }
 

@@ -4,6 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { iso } from '../clock.js';
 import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
+import type { apiSessions } from '../resources/api-sessions.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { computed, type ResourceBehaviour } from './resources.js';
 
@@ -105,11 +106,11 @@ export const SessionAnswerSchema = Type.Object({
   ...ApiSessionExtra,
 });
 
-export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): ResourceBehaviour {
-  const fields = computed(ApiSessionExtra, async (_ex, entities, answers) => {
+export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): ResourceBehaviour<typeof apiSessions> {
+  const fields = computed<typeof apiSessions>(ApiSessionExtra, async (_ex, entities, answers) => {
     for (const [i, e] of entities.entries()) {
       const cached = sessions.cached(e.id);
-      const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt as string));
+      const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt));
       Object.assign(answers[i]!, {
         ...expiry(sessions, last, now()),
         authQueries: authQueries(

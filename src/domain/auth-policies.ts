@@ -1,6 +1,6 @@
 // Auth policies beyond CRUD: the rules an identity logs in under, who may change the policies
 // admins log in under, and the external JWT signer list always a list.
-import { PrimaryReadSchema, type AuthPolicyRules } from '../resources/auth-policies.js';
+import { PrimaryReadSchema, type authPolicies, type AuthPolicyRules } from '../resources/auth-policies.js';
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
 import { adminOnly, byDelegate } from './identities.js';
@@ -41,7 +41,7 @@ const primaryAsRead = computed({ primary: PrimaryReadSchema }, async (_ex, entit
  * Changing or deleting the policy an admin logs in under changes the admin's access (say
  * `primary.updb.allowed: false`), so only an admin may do it, as only an admin may change an admin.
  */
-export function authPolicyBehaviour(): ResourceBehaviour {
+export function authPolicyBehaviour(): ResourceBehaviour<typeof authPolicies> {
   const guard = async (ctx: WriteContext, policyId: string) => {
     if (byDelegate(ctx) && (await usedByAnAdmin(ctx, policyId))) throw adminOnly('change the auth policy of an admin');
   };

@@ -5,8 +5,9 @@
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
 import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
-import type { Entity, ListQuery } from '../store/repository.js';
+import type { ListQuery } from '../store/repository.js';
 import type { EntityOf } from '../resources/index.js';
+import type { authenticators } from '../resources/authenticators.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
 import { assertMayManage } from './identities.js';
@@ -25,18 +26,18 @@ function certificateFingerprint(pem: unknown): string {
 }
 
 /** Hashes a new password after checking it against the identity's auth policy. */
-export async function setPassword(ctx: WriteContext, next: Entity, password: string): Promise<void> {
-  const identity = await ctx.resources.get('identities').repo.get(ctx.tx, next.identityId as string);
-  const rules = await policyRules(ctx.resources, ctx.tx, identity?.authPolicyId as string | undefined);
+export async function setPassword(ctx: WriteContext, next: EntityOf<'authenticators'>, password: string): Promise<void> {
+  const identity = await ctx.resources.get('identities').repo.get(ctx.tx, next.identityId);
+  const rules = await policyRules(ctx.resources, ctx.tx, identity?.authPolicyId);
   checkPasswordRules(password, rules.primary.updb);
   next.passwordHash = await hashPassword(password);
   next.failedAttempts = 0;
 }
 
-export function authenticatorBehaviour(): ResourceBehaviour {
+export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticators> {
   return {
     async validate(ctx, next, prev) {
-      await assertMayManage(ctx, next.identityId as string);
+      await assertMayManage(ctx, next.identityId);
       if (next.method === 'updb') {
         if (next.certPem !== null && next.certPem !== undefined) throw fieldError('certPem', 'is only for method cert');
         if (typeof next.username !== 'string') throw fieldError('username', 'is required for method updb');
@@ -51,8 +52,8 @@ export function authenticatorBehaviour(): ResourceBehaviour {
         const existing = await ctx.tx
           .selectFrom('authenticators')
           .select('id')
-          .where('identity_id', '=', next.identityId as string)
-          .where('method', '=', next.method as string)
+          .where('identity_id', '=', next.identityId)
+          .where('method', '=', next.method)
           .executeTakeFirst();
         if (existing) {
           throw new ApiError('COULD_NOT_VALIDATE', `the identity already has a ${String(next.method)} authenticator`, {
@@ -65,7 +66,7 @@ export function authenticatorBehaviour(): ResourceBehaviour {
       delete next.password;
     },
     async beforeDelete(ctx, prev) {
-      await assertMayManage(ctx, prev.identityId as string);
+      await assertMayManage(ctx, prev.identityId);
     },
   };
 }

@@ -55,7 +55,7 @@ export const IdentityEnrollmentsSchema = Type.Object({
  * name, read as clients of this interface decode it), its authenticators, API sessions and pending
  * enrollments, and `appData` as an object even where none was given.
  */
-const identityReadFields = computed(
+const identityReadFields = computed<typeof identities>(
   {
     type: EntityRefSchema,
     typeId: Type.String(),
@@ -113,13 +113,13 @@ const identityReadFields = computed(
   },
 );
 
-export function identityBehaviour(): ResourceBehaviour {
+export function identityBehaviour(): ResourceBehaviour<typeof identities> {
   return {
     async validate(ctx, next, prev) {
       if (prev) await assertMayManage(ctx, prev.id);
       // Only an admin makes admins or grants permissions; a permission holder cannot raise itself.
       if (ctx.actor && !ctx.actor.isAdmin) {
-        const granted = (next.permissions as string[]).filter((p) => !((prev?.permissions as string[] | undefined) ?? []).includes(p));
+        const granted = next.permissions.filter((p) => !(prev?.permissions ?? []).includes(p));
         if ((next.isAdmin === true && prev?.isAdmin !== true) || granted.length > 0) {
           throw new ApiError('UNAUTHORIZED', 'only an admin may grant admin or permissions', {
             field: next.isAdmin === true && prev?.isAdmin !== true ? 'isAdmin' : 'permissions',

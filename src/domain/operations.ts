@@ -9,7 +9,7 @@ import { fingerprintOfPem } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import { CONTROLLER_ID_KEY, controllerIdOf as storedControllerId } from '../store/controller-state.js';
-import { GLOBAL_SETTING_ID } from '../resources/operations.js';
+import { GLOBAL_SETTING_ID, type controllerSettings, type revocations } from '../resources/operations.js';
 import { adminOnly, byDelegate, isAdminIdentity } from './identities.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
@@ -42,7 +42,7 @@ async function assertMayRevoke(ctx: WriteContext, type: unknown, id: string): Pr
 }
 
 /** A new revocation is stamped with the moment it may be forgotten. */
-export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour {
+export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour<typeof revocations> {
   return {
     async validate(ctx, next, prev) {
       if (prev) return;
@@ -82,7 +82,7 @@ export async function revoke(
       expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
     };
     await ctx.update('revocations', id, values);
-    return { ...prev, ...values } as Entity;
+    return { ...prev, ...values };
   }, actor);
 }
 
@@ -118,7 +118,7 @@ export function builtInControllerSettings(web: readonly ListenerConfig[]): Contr
 }
 
 /** Redirect and post-logout URIs are absolute http(s) URL patterns, `*` allowed only as the port. */
-export function controllerSettingBehaviour(): ResourceBehaviour {
+export function controllerSettingBehaviour(): ResourceBehaviour<typeof controllerSettings> {
   return {
     async validate(_ctx, next) {
       const oidc = next.oidc;
@@ -128,7 +128,7 @@ export function controllerSettingBehaviour(): ResourceBehaviour {
         if (!Array.isArray(list)) continue;
         for (const [i, uri] of list.entries()) {
           try {
-            checkRedirectUriPattern(uri as string);
+            checkRedirectUriPattern(uri);
           } catch (err) {
             throw fieldError(`oidc.${key}[${i}]`, (err as Error).message, uri);
           }
@@ -302,15 +302,16 @@ export async function markControllerOffline(resources: Resources): Promise<void>
 // ---- resource counts -------------------------------------------------------------------------
 
 /**
- * Records per collection, keyed by collection name, in one statement; collections sharing a table
- * (routers and transit-routers) share its count.
+ * Records per collection, keyed by collection name, in one statement: what each collection lists
+ * (its table, or the view it reads from); collections reading the same one (routers and
+ * transit-routers) share its count.
  */
 export async function countRecords(resources: Resources): Promise<Record<string, number>> {
   const services = [...resources.all()].sort((a, b) => a.def.name.localeCompare(b.def.name));
-  const tables = [...new Set(services.map((s) => s.def.table))];
-  if (tables.length === 0) return {};
-  const parts = tables.map((t) => sql`select ${t} as t, count(*) as n from ${sql.table(t)}`);
+  const sources = [...new Set(services.map((s) => s.repo.source))];
+  if (sources.length === 0) return {};
+  const parts = sources.map((t) => sql`select ${t} as t, count(*) as n from ${sql.table(t)}`);
   const { rows } = await sql<{ t: string; n: number | string }>`${sql.join(parts, sql` union all `)}`.execute(resources.store.db);
-  const byTable = new Map(rows.map((row) => [row.t, Number(row.n)]));
-  return Object.fromEntries(services.map((s) => [s.def.name, byTable.get(s.def.table) ?? 0]));
+  const bySource = new Map(rows.map((row) => [row.t, Number(row.n)]));
+  return Object.fromEntries(services.map((s) => [s.def.name, bySource.get(s.repo.source) ?? 0]));
 }

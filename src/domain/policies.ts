@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { fieldError } from '../errors.js';
 import { existingIds, type PolicyLinks } from '../policy/links.js';
 import { parseRoles, rolesDisplay, validateRoles } from '../policy/roles.js';
-import type { ResourceDef } from '../resources/kit.js';
+import type { ResourceDefOf } from '../resources/index.js';
 import { policySpecOf, roleKindOf, roleKindOfCollection, type PolicyCollection, type RoleKind } from '../resources/relations.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
@@ -122,9 +122,9 @@ export function roleLinkBehaviour(kind: RoleKind, links: PolicyLinks): ResourceB
  * What the relations add to a resource: a policy kind checks its role lists and keeps its links;
  * an entity that role lists select keeps its attribute index rows and links. Undefined for others.
  */
-export function relationBehaviour(def: ResourceDef, links: PolicyLinks): ResourceBehaviour | undefined {
+export function relationBehaviour(def: ResourceDefOf, links: PolicyLinks): ResourceBehaviour | undefined {
   const parts: ResourceBehaviour[] = [];
-  if (def.roleLists) parts.push(policyBehaviour(def.name, links));
+  if ('roleLists' in def) parts.push(policyBehaviour(def.name, links));
   const kind = roleKindOfCollection(def.name);
   if (kind) parts.push(roleLinkBehaviour(kind.kind, links));
   return parts.length === 0 ? undefined : composeBehaviours(...parts);

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
 import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks, type PostureCheckType } from '../resources/posture-checks.js';
-import { fieldsOfKind, kindFields, MAX_NAME } from '../resources/kit.js';
+import { fieldsOfKind, kindFields, MAX_NAME, type WriteOfDef } from '../resources/kit.js';
 import type { Entity } from '../store/repository.js';
 import type { ResourceBehaviour, ResourceService, WriteContext } from './resources.js';
 
@@ -39,26 +39,28 @@ function isKind(value: unknown): value is PostureCheckType {
   return typeof value === 'string' && (POSTURE_CHECK_TYPES as readonly string[]).includes(value);
 }
 
-function isAbsent(value: unknown): boolean {
+function isAbsent(value: unknown): value is null | undefined {
   return value === null || value === undefined;
 }
 
-function requireNonEmpty(next: Entity, name: string, kind: string): unknown[] {
-  const value = next[name];
+/** The list `value` of field `name`, which a check of `kind` needs non-empty. */
+function requireNonEmpty<T>(value: T[] | null | undefined, name: string, kind: string): T[] {
   if (!Array.isArray(value) || value.length === 0) {
     throw fieldError(name, `a ${kind} check needs a non-empty ${name}`, Array.isArray(value) ? undefined : value);
   }
   return value;
 }
 
-function checkOs(field: string, osType: unknown, kind: PostureCheckType): void {
-  if (!POSTURE_CHECK_TYPE_OS[kind].includes(osType as OsType)) {
+function checkOs(field: string, osType: OsType, kind: PostureCheckType): void {
+  if (!POSTURE_CHECK_TYPE_OS[kind].includes(osType)) {
     throw fieldError(field, `${kind} checks apply to ${POSTURE_CHECK_TYPE_OS[kind].join(', ')}`, osType);
   }
 }
 
 /** Checks and completes a posture check of its kind. */
-function validateKind(next: Entity): void {
+function validateKind(next: WriteOfDef<typeof postureChecks>): void {
+  // The same record, its fields looked up by name (those only some kinds own, the MFA defaults).
+  const byName: Entity = next;
   const kind = next.typeId;
   if (!isKind(kind)) {
     throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `typeId: no posture-check-types with id ${String(kind)}`, {
@@ -69,45 +71,46 @@ function validateKind(next: Entity): void {
   }
   const own = fieldsOfKind(postureChecks, kind);
   for (const name of ALL_KIND_FIELDS) {
-    if (!own.includes(name) && !isAbsent(next[name])) {
-      throw fieldError(name, `not a field of ${kind} checks`, typeof next[name] === 'object' ? undefined : next[name]);
+    const value = byName[name];
+    if (!own.includes(name) && !isAbsent(value)) {
+      throw fieldError(name, `not a field of ${kind} checks`, typeof value === 'object' ? undefined : value);
     }
   }
   switch (kind) {
     case 'OS': {
-      const systems = requireNonEmpty(next, 'operatingSystems', kind) as { type: string }[];
+      const systems = requireNonEmpty(next.operatingSystems, 'operatingSystems', kind);
       systems.forEach((os, i) => checkOs(`operatingSystems[${i}].type`, os.type, kind));
       break;
     }
     case 'PROCESS': {
-      const process = next.process as { osType: string } | null;
+      const process = next.process;
       if (isAbsent(process)) throw fieldError('process', 'a PROCESS check needs a process');
-      checkOs('process.osType', process!.osType, kind);
+      checkOs('process.osType', process.osType, kind);
       break;
     }
     case 'PROCESS_MULTI': {
-      const processes = requireNonEmpty(next, 'processes', kind) as { osType: string }[];
+      const processes = requireNonEmpty(next.processes, 'processes', kind);
       processes.forEach((p, i) => checkOs(`processes[${i}].osType`, p.osType, kind));
       if (isAbsent(next.semantic)) throw fieldError('semantic', 'a PROCESS_MULTI check needs a semantic (AllOf or AnyOf)');
       break;
     }
     case 'DOMAIN':
-      requireNonEmpty(next, 'domains', kind);
+      requireNonEmpty(next.domains, 'domains', kind);
       break;
     case 'MAC': {
-      const addresses = requireNonEmpty(next, 'macAddresses', kind) as string[];
+      const addresses = requireNonEmpty(next.macAddresses, 'macAddresses', kind);
       addresses.forEach((a, i) => {
         if (!MAC_ADDRESS.test(a)) throw fieldError(`macAddresses[${i}]`, 'must be a MAC address such as 0a:1b:2c:3d:4e:5f', a);
       });
       break;
     }
     case 'MFA':
-      for (const [name, value] of Object.entries(MFA_DEFAULTS)) if (isAbsent(next[name])) next[name] = value;
+      for (const [name, value] of Object.entries(MFA_DEFAULTS)) if (isAbsent(byName[name])) byName[name] = value;
       break;
   }
 }
 
-export function postureCheckBehaviour(): ResourceBehaviour {
+export function postureCheckBehaviour(): ResourceBehaviour<typeof postureChecks> {
   return {
     async validate(_ctx, next, prev) {
       validateKind(next);

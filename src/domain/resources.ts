@@ -16,8 +16,10 @@ import {
   kindFields,
   readSchema,
   refAs,
+  type EntityOfDef,
   type FilterSpec,
   type ResourceDef,
+  type WriteOfDef,
 } from '../resources/kit.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { EntityOf, ResourceName } from '../resources/index.js';
@@ -34,15 +36,21 @@ export interface WriteContext extends KernelWriteContext {
   resources: Resources;
 }
 
-export interface ResourceBehaviour {
+/**
+ * What a resource does beyond CRUD. `D` is its definition: the hooks see its entities (`next` with
+ * the virtual fields the write gave); a behaviour for no definition in particular sees any entity.
+ * Resources.register takes every behaviour as the latter, the one place the definitions meet their
+ * behaviours (app/resources.ts) pairing each with its own definition.
+ */
+export interface ResourceBehaviour<D extends ResourceDef = ResourceDef> {
   /** Checks and completes an entity about to be stored (create, full update, patch). */
-  validate?(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void>;
+  validate?(ctx: WriteContext, next: WriteOfDef<D>, prev: EntityOfDef<D> | undefined): Promise<void>;
   /** Runs after the row is written, in the same transaction. */
-  afterWrite?(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void>;
-  beforeDelete?(ctx: WriteContext, prev: Entity): Promise<void>;
-  afterDelete?(ctx: WriteContext, prev: Entity): Promise<void>;
+  afterWrite?(ctx: WriteContext, next: WriteOfDef<D>, prev: EntityOfDef<D> | undefined): Promise<void>;
+  beforeDelete?(ctx: WriteContext, prev: EntityOfDef<D>): Promise<void>;
+  afterDelete?(ctx: WriteContext, prev: EntityOfDef<D>): Promise<void>;
   /** Read fields filled by code, each declaration beside the code that fills it; filled in order. */
-  computed?: readonly ComputedFields[];
+  computed?: readonly ComputedFields<D>[];
 }
 
 export type Answer = Record<string, unknown>;
@@ -59,19 +67,22 @@ export interface ReadOptions {
  * Read fields filled by code rather than read from the row: their schemas (what the serializer
  * keeps; `Type.Optional` for one only some answers carry) and the code that fills them.
  */
-export interface ComputedFields {
+export interface ComputedFields<D extends ResourceDef = ResourceDef> {
   fields: Readonly<Record<string, TSchema>>;
   /** Sets the fields on a page of answers; answers[i] is the answer of entities[i]. */
-  fill(ex: Executor, entities: readonly Entity[], answers: Answer[], read: ReadOptions): Promise<void>;
+  fill(ex: Executor, entities: readonly EntityOfDef<D>[], answers: Answer[], read: ReadOptions): Promise<void>;
 }
 
-/** Declares computed read fields together with their filler. */
-export function computed(fields: ComputedFields['fields'], fill: ComputedFields['fill']): ComputedFields {
+/** Declares computed read fields together with their filler, which reads entities of `D`. */
+export function computed<D extends ResourceDef = ResourceDef>(
+  fields: ComputedFields<D>['fields'],
+  fill: ComputedFields<D>['fill'],
+): ComputedFields<D> {
   return { fields, fill };
 }
 
 /** Runs the hooks of several behaviours in order (decorations one after another). */
-export function composeBehaviours(...parts: ResourceBehaviour[]): ResourceBehaviour {
+export function composeBehaviours<D extends ResourceDef>(...parts: ResourceBehaviour<D>[]): ResourceBehaviour<D> {
   return {
     async validate(ctx, next, prev) {
       for (const p of parts) await p.validate?.(ctx, next, prev);
@@ -238,24 +249,24 @@ export class ResourceService<E extends Entity = Entity> {
   }
 
   async delete(id: string, actor?: Actor): Promise<E> {
-    return this.write(actor, async (ctx) => {
-      const prev = await this.existing(ctx.tx, id, 'delete');
-      await this.behaviour.beforeDelete?.(ctx, prev);
-      try {
-        await this.repo.delete(ctx.tx, id);
-      } catch (err) {
-        if (this.store.dialect.isForeignKeyViolation(err)) {
-          throw new ApiError(
-            'CAN_NOT_DELETE_REFERENCED_ENTITY',
-            `the ${this.def.label} ${id} is referenced by other records`,
-          );
-        }
-        throw err;
+    return this.write(actor, (ctx) => this.deleteIn(ctx, id));
+  }
+
+  /** A delete inside a write already under way (another resource's hook deleting this one's record). */
+  async deleteIn(ctx: WriteContext, id: string): Promise<E> {
+    const prev = await this.existing(ctx.tx, id, 'delete');
+    await this.behaviour.beforeDelete?.(ctx, prev);
+    try {
+      await this.repo.delete(ctx.tx, id);
+    } catch (err) {
+      if (this.store.dialect.isForeignKeyViolation(err)) {
+        throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the ${this.def.label} ${id} is referenced by other records`);
       }
-      await this.behaviour.afterDelete?.(ctx, prev);
-      ctx.changed(this.change('delete', prev));
-      return prev;
-    });
+      throw err;
+    }
+    await this.behaviour.afterDelete?.(ctx, prev);
+    ctx.changed(this.change('delete', prev));
+    return prev;
   }
 
   /** Runs fn in a transaction with a write context. */

@@ -1,4 +1,5 @@
-// Edge routers, routers and terminators beyond CRUD: router configs, the system identity and system
+// Edge routers, routers and terminators beyond CRUD: router names unique across every router, edge
+// routers read and deleted (not changed) as routers, router configs, the system identity and system
 // edge router policy of a tunneler-enabled edge router, terminators bound to an existing router, and
 // terminator secrets kept only as a hash.
 import { createHash } from 'node:crypto';
@@ -7,20 +8,23 @@ import { ApiError, fieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { PolicyLinks } from '../policy/links.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
+import type { EntityOf } from '../resources/index.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
-import type { Entity, ListQuery, Repository } from '../store/repository.js';
+import type { edgeRouters, routers, transitRouters } from '../resources/routers.js';
+import type { terminators } from '../resources/services.js';
+import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import { relationOf } from './related.js';
-import { computed, type Answer, type ResourceBehaviour, type ResourceService, type WriteContext } from './resources.js';
+import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
 export function systemPolicyName(routerId: string): string {
   return `edge-router-${routerId}-system`;
 }
 
-export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour {
+export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour<typeof edgeRouters> {
   return {
     async validate(ctx, next, prev) {
+      await assertRouterNameFree(ctx, next, prev);
       await checkRouterConfigs(ctx, next.configs, prev?.configs);
     },
     async afterWrite(ctx, next, prev) {
@@ -34,20 +38,53 @@ export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour {
   };
 }
 
-export function routerBehaviour(): ResourceBehaviour {
+/**
+ * Routers: the routers collection lists edge routers too (resources/routers.ts). One of those is
+ * changed at /edge-routers only (409 here, as the established controller answers), and deleting it
+ * here deletes it as /edge-routers would, with everything that goes with it.
+ */
+export function routerBehaviour(): ResourceBehaviour<typeof routers | typeof transitRouters> {
   return {
+    async validate(ctx, next, prev) {
+      if (prev && (await isEdgeRouter(ctx, prev.id))) {
+        throw new ApiError('CAN_NOT_UPDATE_ROUTER', `the router ${prev.id} is an edge router; it is changed at ./edge-routers/${prev.id}`);
+      }
+      await assertRouterNameFree(ctx, next, prev);
+    },
+    async beforeDelete(ctx, prev) {
+      if (await isEdgeRouter(ctx, prev.id)) await ctx.resources.get('edge-routers').deleteIn(ctx, prev.id);
+    },
     async afterDelete(ctx, prev) {
       await removeTerminatorsOf(ctx, prev.id);
     },
   };
 }
 
+function isEdgeRouter(ctx: WriteContext, id: string): Promise<boolean> {
+  return ctx.resources.get('edge-routers').repo.exists(ctx.tx, id);
+}
+
+/**
+ * Router names are unique across every router, edge routers included, as /routers lists them all.
+ * Each table's unique index keeps its own rows apart; this looks across both (writes are serial).
+ */
+async function assertRouterNameFree(ctx: WriteContext, next: Entity, prev: Entity | undefined): Promise<void> {
+  if (prev?.name === next.name) return;
+  const routers = ctx.resources.get('routers').repo;
+  const taken = await ctx.tx
+    .selectFrom(routers.source)
+    .select('id')
+    .where('name', '=', next.name as string)
+    .where('id', '!=', next.id)
+    .executeTakeFirst();
+  if (taken) throw fieldError('name', 'another router (edge router or router) already has this name', next.name);
+}
+
 // ---- router configs ------------------------------------------------------------------------
 
 /** Every config named exists and is of a config type whose target is `router`. */
-async function checkRouterConfigs(ctx: WriteContext, value: unknown, before: unknown): Promise<void> {
-  if (!Array.isArray(value) || value.length === 0) return;
-  const ids = value as string[];
+async function checkRouterConfigs(ctx: WriteContext, ids: readonly string[], before: readonly string[] | undefined): Promise<void> {
+  if (ids.length === 0) return;
   if (JSON.stringify(ids) === JSON.stringify(before)) return;
   const rows = await ctx.tx
     .selectFrom('configs')
@@ -97,13 +134,17 @@ async function insertUnique(
   }
 }
 
-async function findSystemPolicy(ex: Executor, repo: Repository, routerId: string): Promise<Entity | undefined> {
+async function findSystemPolicy(
+  ex: Executor,
+  repo: Repository<EntityOf<'edge-router-policies'>>,
+  routerId: string,
+): Promise<EntityOf<'edge-router-policies'> | undefined> {
   const row = await ex
     .selectFrom(repo.table)
     .selectAll()
     .where('name', '=', systemPolicyName(routerId))
     .executeTakeFirst();
-  const policy = row ? repo.fromRow(row as Record<string, unknown>) : undefined;
+  const policy = row ? repo.fromRow(row) : undefined;
   return policy?.isSystem === true ? policy : undefined;
 }
 
@@ -112,12 +153,12 @@ async function findSystemPolicy(ex: Executor, repo: Repository, routerId: string
  * (`edge-router-<id>-system`, AnyOf, both roles `@<id>`) exist; the identity carries the router's
  * current name. Idempotent: a missing piece is created, an existing one kept.
  */
-async function ensureTunneler(ctx: WriteContext, links: PolicyLinks, router: Entity): Promise<void> {
+async function ensureTunneler(ctx: WriteContext, links: PolicyLinks, router: EntityOf<'edge-routers'>): Promise<void> {
   const identities = ctx.resources.get('identities');
-  const name = router.name as string;
+  const name = router.name;
   const identity = await identities.repo.get(ctx.tx, router.id);
   if (!identity) {
-    const created = {
+    const created: Entity = {
       ...defaults(identities.def),
       id: router.id,
       createdAt: ctx.now,
@@ -129,7 +170,7 @@ async function ensureTunneler(ctx: WriteContext, links: PolicyLinks, router: Ent
       type: 'Router',
       isAdmin: false,
       authPolicyId: DEFAULT_AUTH_POLICY_ID,
-    } as Entity;
+    };
     await insertUnique(ctx, 'identities', created, 'name', 'an identity already has this name; a tunneler-enabled edge router needs it for its identity');
     await links.refreshEntityLinks(ctx, 'identity', created);
   } else if (identity.name !== name) {
@@ -144,7 +185,7 @@ async function ensureTunneler(ctx: WriteContext, links: PolicyLinks, router: Ent
   const policies = ctx.resources.get('edge-router-policies');
   if (await findSystemPolicy(ctx.tx, policies.repo, router.id)) return;
   const role = `@${router.id}`;
-  const policy = {
+  const policy: EntityOf<'edge-router-policies'> = {
     ...defaults(policies.def),
     id: newId(),
     createdAt: ctx.now,
@@ -155,8 +196,8 @@ async function ensureTunneler(ctx: WriteContext, links: PolicyLinks, router: Ent
     semantic: 'AnyOf',
     identityRoles: [role],
     edgeRouterRoles: [role],
-  } as Entity;
-  await insertUnique(ctx, 'edge-router-policies', policy, 'isTunnelerEnabled', `an edge router policy named ${policy.name as string} already exists`);
+  };
+  await insertUnique(ctx, 'edge-router-policies', policy, 'isTunnelerEnabled', `an edge router policy named ${policy.name} already exists`);
   await links.refreshPolicyLinks(ctx, 'edge-router-policies', policy);
 }
 
@@ -188,7 +229,7 @@ async function removeTerminatorsOf(ctx: WriteContext, routerId: string): Promise
  * dynamic cost — what the terminator strategy adds to the static cost from the outcomes of the
  * circuits routed to it. This controller routes no circuits, so it adds nothing.
  */
-const terminatorReadFields = computed(
+const terminatorReadFields = computed<typeof terminators>(
   {
     serviceId: Type.String({ description: 'id of the service' }),
     routerId: Type.String({ description: 'id of the edge router or router hosting it' }),
@@ -196,10 +237,10 @@ const terminatorReadFields = computed(
     dynamicCost: Type.Integer({ minimum: 0, maximum: 65535, description: 'cost the terminator strategy adds from circuit outcomes' }),
   },
   async (ex, entities, answers) => {
-    const ids = entities.map((e) => e.router as string);
+    const ids = entities.map((e) => e.router);
     const [edge, fabric] = [await routerNames(ex, 'edge_routers', ids), await routerNames(ex, 'routers', ids)];
     for (const [i, e] of entities.entries()) {
-      const id = e.router as string;
+      const id = e.router;
       const answer = answers[i]!;
       answer.serviceId = e.service;
       answer.routerId = id;
@@ -211,26 +252,12 @@ const terminatorReadFields = computed(
   },
 );
 
-const serviceTerminators = relationOf('services', 'terminators');
-
-/**
- * A page of a service's terminators (the terminator list scoped to the service, before any filter),
- * as the management related list answers it, for the client API.
- */
-export async function listServiceTerminators(
-  terminators: ResourceService,
-  serviceId: string,
-  q: ListQuery,
-): Promise<{ items: Answer[]; total: number }> {
-  return terminators.list({ ...q, scope: serviceTerminators.scope(serviceId) });
-}
-
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-export function terminatorBehaviour(): ResourceBehaviour {
+export function terminatorBehaviour(): ResourceBehaviour<typeof terminators> {
   return {
     async validate(ctx, next, prev) {
-      const router = next.router as string;
+      const router = next.router;
       if (router !== prev?.router) {
         const found =
           (await ctx.resources.get('edge-routers').repo.exists(ctx.tx, router)) ||

@@ -7,7 +7,9 @@ import type { ValidateFunction } from 'ajv';
 import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { entityRef } from '../resources/kit.js';
+import type { EntityOf } from '../resources/index.js';
 import { linkListOf } from '../resources/relations.js';
+import type { configs, configTypes, services } from '../resources/services.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
@@ -61,7 +63,7 @@ function referencedNotFound(field: string, collection: string, id: unknown): Api
  * changed and they cannot be deleted (their tags can change). An operator who needs another shape
  * creates a config type of its own.
  */
-function assertSeededUnchanged(next: Entity, prev: Entity): void {
+function assertSeededUnchanged(next: EntityOf<'config-types'>, prev: EntityOf<'config-types'>): void {
   if (!SEEDED_CONFIG_TYPE_IDS.has(prev.id)) return;
   for (const field of ['name', 'schema', 'target'] as const) {
     if (json(next[field]) !== json(prev[field])) {
@@ -74,7 +76,7 @@ function assertSeededUnchanged(next: Entity, prev: Entity): void {
 }
 
 /** Pages through the configs of a type (id order), in the write's transaction. */
-async function* configsOfType(tx: Tx, resources: Resources, typeId: string): AsyncGenerator<Entity> {
+async function* configsOfType(tx: Tx, resources: Resources, typeId: string): AsyncGenerator<EntityOf<'configs'>> {
   const repo = resources.get('configs').repo;
   let after = '';
   for (;;) {
@@ -86,7 +88,7 @@ async function* configsOfType(tx: Tx, resources: Resources, typeId: string): Asy
       .orderBy('id')
       .limit(CHECK_BATCH)
       .execute();
-    for (const row of rows) yield repo.fromRow(row as Record<string, unknown>);
+    for (const row of rows) yield repo.fromRow(row);
     if (rows.length < CHECK_BATCH) return;
     after = String((rows[rows.length - 1] as { id: string }).id);
   }
@@ -103,7 +105,7 @@ async function assertConfigsStillValid(ctx: WriteContext, typeId: string, valida
     const problem = dataProblem(validate.errors, 'data');
     throw fieldError(
       'schema',
-      `the config ${String(config.name)} (${config.id}) would no longer satisfy it: ${problem.field} ${problem.reason}`,
+      `the config ${config.name} (${config.id}) would no longer satisfy it: ${problem.field} ${problem.reason}`,
     );
   }
 }
@@ -122,7 +124,7 @@ async function typeUsedByServices(tx: Tx, typeId: string): Promise<boolean> {
   return override !== undefined;
 }
 
-export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour {
+export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour<typeof configTypes> {
   return {
     async validate(ctx, next, prev) {
       if (prev) assertSeededUnchanged(next, prev);
@@ -209,11 +211,11 @@ async function configUse(
 }
 
 /** `validators` is a cache: register it so that it follows config type changes. */
-export function configBehaviour(validators: ConfigValidators): ResourceBehaviour {
+export function configBehaviour(validators: ConfigValidators): ResourceBehaviour<typeof configs> {
   return {
     async validate(ctx, next, prev) {
       if (prev && json(next.data) === json(prev.data)) return;
-      const type = await ctx.resources.get('config-types').repo.get(ctx.tx, String(next.configTypeId));
+      const type = await ctx.resources.get('config-types').repo.get(ctx.tx, next.configTypeId);
       if (!type) throw referencedNotFound('configTypeId', 'config-types', next.configTypeId);
       const validate = validators.for(type);
       if (!validate(next.data)) {
@@ -297,7 +299,7 @@ function callerServiceFields(forCaller: ServiceFieldsForCaller) {
   });
 }
 
-export function serviceBehaviour(forCaller: ServiceFieldsForCaller): ResourceBehaviour {
+export function serviceBehaviour(forCaller: ServiceFieldsForCaller): ResourceBehaviour<typeof services> {
   return {
     async validate(ctx, next, prev) {
       if (next.terminatorStrategy === '') next.terminatorStrategy = DEFAULT_STRATEGY;
@@ -306,12 +308,12 @@ export function serviceBehaviour(forCaller: ServiceFieldsForCaller): ResourceBeh
         throw fieldError('terminatorStrategy', `must be one of ${TERMINATOR_STRATEGIES.join(', ')}`, next.terminatorStrategy);
       }
       // configs is absent on a patch that leaves it alone; create and full update always carry it.
-      if (Array.isArray(next.configs)) await checkServiceConfigs(ctx.tx, next.configs as string[]);
+      if (Array.isArray(next.configs)) await checkServiceConfigs(ctx.tx, next.configs);
     },
     async afterWrite(ctx, next) {
       if (!Array.isArray(next.configs)) return;
       await ctx.tx.deleteFrom(SERVICE_CONFIGS.table).where(SERVICE_ID, '=', next.id).execute();
-      const configs = next.configs as string[];
+      const configs = next.configs;
       if (configs.length > 0) {
         await ctx.tx
           .insertInto(SERVICE_CONFIGS.table)
@@ -324,7 +326,7 @@ export function serviceBehaviour(forCaller: ServiceFieldsForCaller): ResourceBeh
 }
 
 /** `configs` of a page of services: the ids of each one's configs. */
-const serviceConfigIds = computed(
+const serviceConfigIds = computed<typeof services>(
   { configs: Type.Array(Type.String(), { description: 'ids of the configs of the service, at most one per config type' }) },
   async (ex, entities, answers) => {
     if (entities.length === 0) return;

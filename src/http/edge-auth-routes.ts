@@ -2,6 +2,7 @@
 // with its own authenticators.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, fieldError } from '../errors.js';
 import type { Core } from '../app/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
@@ -14,7 +15,16 @@ import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
 import { expiryHeaders, peerCertificate, presentedSessionToken, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
-import { actorOf, dataEnvelopeSchema, IdParams, ListQuerySchema } from './resource-routes.js';
+import { named } from './openapi.js';
+import {
+  actorOf,
+  dataEnvelopeSchema,
+  detailEnvelopeSchema,
+  EmptySchema,
+  IdParams,
+  listEnvelopeSchema,
+  ListQuerySchema,
+} from './resource-routes.js';
 
 const AuthenticateBody = Type.Object(
   {
@@ -24,7 +34,7 @@ const AuthenticateBody = Type.Object(
     envInfo: Type.Optional(EnvInfoSchema),
     sdkInfo: Type.Optional(SdkInfoSchema),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, title: 'authenticate' },
 );
 
 const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: true });
@@ -32,17 +42,33 @@ const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxL
 
 const WithCurrent = { currentPassword: Type.String({ minLength: 5, maxLength: 100 }) };
 
-export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
+function isLoginMethod(method: string): method is LoginMethod {
+  return LOGIN_METHODS.some((m) => m === method);
+}
+
+export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const serialisedIdentities = new WeakMap<object, string>();
   const authenticatorRead = core.resources.get('authenticators').read;
+  const identities = core.resources.get('identities');
   const tags = ['authentication'];
+  // The caller's API session; the answer of authenticate also carries its token.
+  const CurrentSession = dataEnvelopeSchema(named(SessionAnswerSchema, 'currentApiSessionDetail'), 'currentApiSessionDetailEnvelope');
 
   app.post('/authenticate', {
     config: { auth: PUBLIC },
-    schema: { operationId: 'authenticate', tags, querystring: AuthenticateQuery, body: Type.Optional(AuthenticateBody) },
+    schema: {
+      operationId: 'authenticate',
+      tags,
+      querystring: AuthenticateQuery,
+      // None at all for a certificate login (an empty body is none; see json-body.ts).
+      body: Type.Union([AuthenticateBody, Type.Null()]),
+      response: { 200: CurrentSession },
+    },
     handler: async (request, reply) => {
-      const method = (request.query as { method?: string }).method;
-      if (!method || !LOGIN_METHODS.includes(method as LoginMethod)) {
+      const method = request.query.method;
+      if (!method || !isLoginMethod(method)) {
         throw new ApiError('INVALID_AUTH_METHOD', `method must be one of ${LOGIN_METHODS.join(', ')}`, {
           field: 'method',
           reason: `must be one of ${LOGIN_METHODS.join(', ')}`,
@@ -61,7 +87,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
         if (body.password === undefined) throw fieldError('password', 'is required');
       }
       const result = await login(core, {
-        method: method as LoginMethod,
+        method,
         username: body.username,
         password: body.password,
         peerCertificate: peerCertificate(request),
@@ -81,7 +107,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
 
   app.get('/current-api-session', {
     config: { auth: PARTIAL_SESSION },
-    schema: { operationId: 'getCurrentAPISession', tags, response: { 200: dataEnvelopeSchema(SessionAnswerSchema) } },
+    schema: { operationId: 'getCurrentAPISession', tags, response: { 200: CurrentSession } },
     handler: async (request, reply) => {
       const { session, identity } = principalOf(request);
       // The caller's own credential, shown back as authenticate showed it (never stored in clear).
@@ -93,7 +119,7 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
 
   app.delete('/current-api-session', {
     config: { auth: PARTIAL_SESSION },
-    schema: { operationId: 'deleteCurrentApiSession', tags },
+    schema: { operationId: 'deleteCurrentApiSession', tags, response: { 200: EmptySchema } },
     handler: async (request, reply) => {
       const { session } = principalOf(request);
       await core.sessions.delete(session.id);
@@ -107,14 +133,14 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'getCurrentIdentity',
       tags: ['current-identity'],
-      response: { 200: dataEnvelopeSchema(core.resources.get('identities').read) },
+      response: { 200: detailEnvelopeSchema(identities.def, identities.read) },
     },
     handler: async (request, reply) => {
       // The answer object lives until something it shows changes; so does its serialised form.
       const answer = await core.identityAnswers.get(principalOf(request).identity.id);
       let body = serialisedIdentities.get(answer);
       if (body === undefined) {
-        body = reply.serialize(envelope(answer)) as string;
+        body = reply.serializeAnswer(envelope(answer));
         serialisedIdentities.set(answer, body);
       }
       return reply.type('application/json; charset=utf-8').send(body);
@@ -131,10 +157,10 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'listCurrentIdentityAuthenticators',
       tags: ctags,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(authenticatorRead)) },
+      response: { 200: listEnvelopeSchema(authenticatorsDef, authenticatorRead) },
     },
     handler: async (request) => {
-      const list = parseList(request.query as Record<string, unknown>, authenticators.filter, core.resources.flavor);
+      const list = parseList(request.query, authenticators.filter, core.resources.flavor);
       const { items, total } = await listOwnAuthenticators(core.resources, principalOf(request).identity.id, list.query);
       return envelope(items, listMeta(list, total, authenticators.filter));
     },
@@ -146,14 +172,14 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'detailCurrentIdentityAuthenticator',
       tags: ctags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(authenticatorRead) },
+      response: { 200: detailEnvelopeSchema(authenticatorsDef, authenticatorRead) },
     },
     handler: async (request) =>
-      envelope(await ownAuthenticatorAnswer(core.resources, principalOf(request).identity.id, (request.params as { id: string }).id)),
+      envelope(await ownAuthenticatorAnswer(core.resources, principalOf(request).identity.id, request.params.id)),
   });
 
-  const patchBody = Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]);
-  const updateBody = Type.Composite([updateSchema(authenticatorsDef), Type.Object(WithCurrent)]);
+  const patchBody = named(Type.Composite([patchSchema(authenticatorsDef), Type.Object(WithCurrent)]), 'authenticatorPatchWithCurrent');
+  const updateBody = named(Type.Composite([updateSchema(authenticatorsDef), Type.Object(WithCurrent)]), 'authenticatorUpdateWithCurrent');
   for (const [verb, body, operationId] of [
     ['patch', patchBody, 'patchCurrentIdentityAuthenticator'],
     ['put', updateBody, 'updateCurrentIdentityAuthenticator'],
@@ -162,13 +188,13 @@ export function edgeAuthRoutes(app: FastifyInstance, core: Core): void {
       method: verb === 'patch' ? 'PATCH' : 'PUT',
       url: '/current-identity/authenticators/:id',
       config: { auth: SESSION },
-      schema: { operationId, tags: ctags, params: IdParams, body },
+      schema: { operationId, tags: ctags, params: IdParams, body, response: { 200: EmptySchema } },
       handler: async (request) => {
         const { currentPassword, ...fields } = request.body as Record<string, unknown> & { currentPassword: string };
         const actor = actorOf(request);
         await changeOwnAuthenticator(core.resources, (entity, password) => checkCurrentPassword(core, entity, password, request.ip), {
           identityId: principalOf(request).identity.id,
-          id: (request.params as { id: string }).id,
+          id: request.params.id,
           currentPassword,
           fields,
           mode: verb === 'patch' ? 'patch' : 'update',

@@ -2,7 +2,17 @@
 // its definition. Handlers only translate HTTP to the resource service and back.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ALL_OPERATIONS, createSchema, patchSchema, updateSchema, type Operation } from '../resources/kit.js';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import {
+  ALL_OPERATIONS,
+  createSchema,
+  LinksSchema,
+  patchSchema,
+  schemaNames,
+  updateSchema,
+  type Operation,
+  type ResourceDef,
+} from '../resources/kit.js';
 import type { Actor, ReadOptions, ResourceService } from '../domain/resources.js';
 import { callerOf } from './credentials.js';
 import type { SqlFlavor } from '../query/flavor.js';
@@ -35,16 +45,37 @@ export const ListQuerySchema = Type.Object(
   { additionalProperties: true },
 );
 
-const MetaSchema = Type.Object({}, { additionalProperties: true });
+/** `meta` of every envelope (behaviour.md §1); open, as later versions may add to it. */
+export const MetaSchema = Type.Object(
+  {
+    apiVersion: Type.String(),
+    apiEnrollmentVersion: Type.String(),
+    pagination: Type.Optional(Type.Object({ limit: Type.Integer(), offset: Type.Integer(), totalCount: Type.Integer() }, { title: 'pagination' })),
+    filterableFields: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: true, title: 'meta' },
+);
 
-export function dataEnvelopeSchema(data: TSchema): TSchema {
-  return Type.Object({ data, meta: MetaSchema });
+/** `{data, meta}`; `title` names it in the OpenAPI documents. */
+export function dataEnvelopeSchema(data: TSchema, title?: string): TSchema {
+  return Type.Object({ data, meta: MetaSchema }, title !== undefined ? { title } : {});
 }
 
-const CreatedSchema = dataEnvelopeSchema(
-  Type.Object({ id: Type.String(), _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })) }),
-);
-const EmptySchema = dataEnvelopeSchema(Type.Object({}));
+/** The answer of a list of a resource (its own list, a related list, ...). */
+export function listEnvelopeSchema(def: ResourceDef, read: TSchema): TSchema {
+  const names = schemaNames(def);
+  return dataEnvelopeSchema(Type.Array(read, { title: names.list }), names.listEnvelope);
+}
+
+/** The answer of one record of a resource. */
+export function detailEnvelopeSchema(def: ResourceDef, read: TSchema): TSchema {
+  return dataEnvelopeSchema(read, schemaNames(def).detailEnvelope);
+}
+
+/** The answer of a create: the new record's id and link. */
+export const CreatedSchema = dataEnvelopeSchema(Type.Object({ id: Type.String(), _links: LinksSchema }, { title: 'createLocation' }), 'createEnvelope');
+/** The answer of a write that returns nothing (delete, patch, full update, ...). */
+export const EmptySchema = dataEnvelopeSchema(Type.Object({}, { title: 'empty' }), 'emptyEnvelope');
 
 const ACTION: Record<Operation, Action> = {
   list: 'read',
@@ -81,11 +112,13 @@ export interface ResourceRouteOptions {
 }
 
 export function registerResourceRoutes(
-  app: FastifyInstance,
+  server: FastifyInstance,
   service: ResourceService,
   flavor: SqlFlavor,
   options: ResourceRouteOptions = {},
 ): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const def = service.def;
   const ops = new Set(options.operations ?? def.operations ?? ALL_OPERATIONS);
   const base = `/${def.name}`;
@@ -104,10 +137,10 @@ export function registerResourceRoutes(
         querystring: options.listQueryExtra
           ? Type.Composite([ListQuerySchema, Type.Object(options.listQueryExtra)], { additionalProperties: true })
           : ListQuerySchema,
-        response: { 200: dataEnvelopeSchema(Type.Array(read)) },
+        response: { 200: listEnvelopeSchema(def, read) },
       },
       handler: async (request) => {
-        const query = request.query as Record<string, unknown>;
+        const query = request.query;
         const list = parseList(query, service.filter, flavor);
         const scope = await options.listScope?.(query);
         const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query, undefined, readOptionsOf(request));
@@ -122,9 +155,9 @@ export function registerResourceRoutes(
         operationId: operationId(service, 'get'),
         tags,
         params: IdParams,
-        response: { 200: dataEnvelopeSchema(read) },
+        response: { 200: detailEnvelopeSchema(def, read) },
       },
-      handler: async (request) => envelope(await service.get((request.params as { id: string }).id, undefined, readOptionsOf(request))),
+      handler: async (request) => envelope(await service.get(request.params.id, undefined, readOptionsOf(request))),
     });
   }
   if (ops.has('create')) {
@@ -137,7 +170,7 @@ export function registerResourceRoutes(
         response: { 201: CreatedSchema },
       },
       handler: async (request, reply) => {
-        const entity = await service.create(request.body as Record<string, unknown>, actorOf(request));
+        const entity = await service.create(request.body, actorOf(request));
         void reply.code(201);
         return envelope({ id: entity.id, _links: { self: { href: `./${def.name}/${entity.id}` } } });
       },
@@ -154,7 +187,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.update((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
+        await service.update(request.params.id, request.body, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -170,7 +203,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.patch((request.params as { id: string }).id, request.body as Record<string, unknown>, actorOf(request));
+        await service.patch(request.params.id, request.body, actorOf(request));
         return envelope(EMPTY);
       },
     });
@@ -185,7 +218,7 @@ export function registerResourceRoutes(
         response: { 200: EmptySchema },
       },
       handler: async (request) => {
-        await service.delete((request.params as { id: string }).id, actorOf(request));
+        await service.delete(request.params.id, actorOf(request));
         return envelope(EMPTY);
       },
     });

@@ -56,7 +56,7 @@ export class OidcSettingsView implements Cache {
     const redirectUris: string[] = [];
     const postLogoutUris: string[] = [];
     for (const id of ids) {
-      const oidc = (await repo.get(this.kernel.store.db, id))?.oidc as Partial<OidcSettingPatterns> | null | undefined;
+      const oidc = (await repo.get(this.kernel.store.db, id))?.oidc;
       redirectUris.push(...(oidc?.redirectUris ?? []));
       postLogoutUris.push(...(oidc?.postLogoutUris ?? []));
     }

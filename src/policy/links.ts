@@ -10,6 +10,7 @@ import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import type { WriteContext } from '../kernel/kernel.js';
 import {
+  isPolicyCollection,
   LISTS_OF_KIND,
   POLICY_COLLECTIONS,
   POLICY_SPECS,
@@ -94,7 +95,7 @@ class PolicyIndex {
         .selectFrom(spec.table)
         .select(['id', 'semantic', ...spec.lists.map((l) => l.column)])
         .execute();
-      for (const row of rows as Record<string, unknown>[]) this.put(spec.collection, String(row.id), this.fromRow(spec, row));
+      for (const row of rows) this.put(spec.collection, String(row.id), this.fromRow(spec, row));
     }
     this.loaded = true;
   }
@@ -106,11 +107,11 @@ class PolicyIndex {
     for (const [collection, ids] of stale) {
       const spec = policySpecOf(collection);
       for (const part of chunks([...ids])) {
-        const rows = (await ex
+        const rows = await ex
           .selectFrom(spec.table)
           .select(['id', 'semantic', ...spec.lists.map((l) => l.column)])
           .where('id', 'in', part)
-          .execute()) as Record<string, unknown>[];
+          .execute();
         const found = new Map(rows.map((row) => [String(row.id), row]));
         for (const id of part) {
           const row = found.get(id);
@@ -195,7 +196,7 @@ function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
 
 async function column(ex: Executor, table: string, select: string, where: string, value: string): Promise<Set<string>> {
   const rows = await ex.selectFrom(table).select(select).where(where, '=', value).execute();
-  return new Set(rows.map((r) => String((r as Record<string, unknown>)[select])));
+  return new Set(rows.map((r) => String(r[select])));
 }
 
 /** The given ids that exist in the table. */
@@ -308,8 +309,8 @@ export class PolicyLinks implements Cache {
   }
 
   onChange(change: Change): void {
-    if (!(POLICY_COLLECTIONS as readonly string[]).includes(change.collection)) return;
-    const collection = change.collection as PolicyCollection;
+    const collection = change.collection;
+    if (!isPolicyCollection(collection)) return;
     let ids = this.index.stale.get(collection);
     if (!ids) this.index.stale.set(collection, (ids = new Set()));
     ids.add(change.id);

@@ -42,6 +42,9 @@ export const resourceDefs = [
 /** The name of a resource of the controller: a collection of its own. */
 export type ResourceName = (typeof resourceDefs)[number]['name'];
 
+/** The definition of a resource of the controller by its name; every definition without one. */
+export type ResourceDefOf<N extends ResourceName = ResourceName> = Extract<(typeof resourceDefs)[number], { name: N }>;
+
 export function tableOf(collection: string): string {
   const def = resourceDefs.find((d) => d.name === collection);
   return def?.table ?? collection.replace(/-/g, '_');
@@ -52,7 +55,7 @@ export function tableOf(collection: string): string {
  * by its resource name: `EntityOf<'identities'>`.
  */
 export type EntityOf<R extends ResourceName | ResourceDef> = R extends ResourceName
-  ? EntityOfDef<Extract<(typeof resourceDefs)[number], { name: R }>>
+  ? EntityOfDef<ResourceDefOf<R>>
   : R extends ResourceDef
     ? EntityOfDef<R>
     : never;

@@ -65,6 +65,12 @@ export interface ResourceDef<Name extends string = string> {
   /** What one of it is called in messages, e.g. `service policy`. */
   label: string;
   table: string;
+  /**
+   * A view the reads come from, when the collection lists records of other tables too (every router,
+   * edge routers included). Its columns are the definition's; writes go to `table`, and a record read
+   * from another table is written through the resource that owns it.
+   */
+  readFrom?: string;
   /** Permission group of the interface document, or null for records only admins reach. */
   permission: string | null;
   fields: Readonly<Record<string, FieldDef>>;
@@ -179,6 +185,17 @@ type StoredFields<Fields> = {
 export type EntityOfDef<D extends ResourceDef> = BaseEntity &
   (D extends { system: true } ? { isSystem: boolean } : unknown) &
   StoredFields<D['fields']>;
+
+/** The virtual fields of a definition, each present only when the write gave it. */
+type VirtualFields<Fields> = {
+  -readonly [K in keyof Fields as Fields[K] extends { virtual: true } ? K : never]?: ValueOf<Fields[K]> | NullOf<Fields[K]>;
+};
+
+/**
+ * An entity as a write hands it to the domain: the stored fields and, where the write gave them,
+ * the virtual ones (a password to hash, the ids of a service's configs).
+ */
+export type WriteOfDef<D extends ResourceDef> = EntityOfDef<D> & VirtualFields<D['fields']>;
 
 export interface KindsDef {
   /** The field whose value is the kind. */
@@ -297,17 +314,20 @@ export const field = {
 export const TagsSchema = Type.Record(
   Type.String({ minLength: 1, maxLength: MAX_KEY }),
   Type.Union([Type.String({ maxLength: 4096 }), Type.Boolean(), Type.Null()]),
-  { maxProperties: 100, description: 'user-defined fields; values are null, string or boolean' },
+  { maxProperties: 100, description: 'user-defined fields; values are null, string or boolean', title: 'tags' },
 );
 
-export const LinkSchema = Type.Object({ href: Type.String() });
-export const LinksSchema = Type.Record(Type.String(), LinkSchema);
-export const EntityRefSchema = Type.Object({
-  _links: LinksSchema,
-  entity: Type.String(),
-  id: Type.String(),
-  name: Type.String(),
-});
+export const LinkSchema = Type.Object({ href: Type.String() }, { title: 'link' });
+export const LinksSchema = Type.Record(Type.String(), LinkSchema, { title: 'links' });
+export const EntityRefSchema = Type.Object(
+  {
+    _links: LinksSchema,
+    entity: Type.String(),
+    id: Type.String(),
+    name: Type.String(),
+  },
+  { title: 'entityRef' },
+);
 export const DateTimeSchema = Type.String({ format: 'date-time' });
 
 function valueSchema(f: FieldDef): TSchema {
@@ -375,7 +395,7 @@ function writeSchema(def: ResourceDef, mode: Mode): TObject {
     Object.fromEntries(
       Object.entries(props).map(([k, s]) => [k, required.includes(k) ? s : Type.Optional(s)]),
     ),
-    { additionalProperties: true },
+    { additionalProperties: true, title: schemaNames(def)[mode] },
   );
 }
 
@@ -387,6 +407,55 @@ export function updateSchema(def: ResourceDef): TObject {
 }
 export function patchSchema(def: ResourceDef): TObject {
   return writeSchema(def, 'patch');
+}
+
+// ---- schema names ----------------------------------------------------------------------------
+
+function words(text: string): string[] {
+  return text.split(/[-\s]+/).filter((w) => w !== '');
+}
+
+function capitalised(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1).toLowerCase();
+}
+
+/** `edge-routers` → `EdgeRouters`, `API session` → `ApiSession`. */
+export function pascalCase(text: string): string {
+  return words(text).map(capitalised).join('');
+}
+
+/** `API session` → `apiSession`. */
+export function camelCase(text: string): string {
+  const pascal = pascalCase(text);
+  return pascal.charAt(0).toLowerCase() + pascal.slice(1);
+}
+
+export interface SchemaNames {
+  create: string;
+  update: string;
+  patch: string;
+  detail: string;
+  list: string;
+  listEnvelope: string;
+  detailEnvelope: string;
+}
+
+/**
+ * The names of a resource's schemas in the OpenAPI documents (each a named component there, so a
+ * generated client has one type per shape): those of the established documents, e.g. identityCreate,
+ * identityDetail, listIdentitiesEnvelope, detailIdentityEnvelope. Carried as the schemas' `title`.
+ */
+export function schemaNames(def: ResourceDef): SchemaNames {
+  const one = camelCase(def.label);
+  return {
+    create: `${one}Create`,
+    update: `${one}Update`,
+    patch: `${one}Patch`,
+    detail: `${one}Detail`,
+    list: `${one}List`,
+    listEnvelope: `list${pascalCase(def.name)}Envelope`,
+    detailEnvelope: `detail${pascalCase(def.label)}Envelope`,
+  };
 }
 
 /**
@@ -425,7 +494,7 @@ export function readSchema(def: ResourceDef, extra: Record<string, TSchema> = {}
     if (f.kind === 'ref') props[refAs(name, f)] = Type.Union([EntityRefSchema, Type.Null()]);
   }
   Object.assign(props, extra);
-  return Type.Object(props);
+  return Type.Object(props, { title: schemaNames(def).detail });
 }
 
 // ---- filters ---------------------------------------------------------------------------------

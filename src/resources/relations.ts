@@ -11,18 +11,42 @@
 // `<owner label>_id` and `<member label>_id`. A label is so part of the stored shape; the schema and
 // relations tests pin it.
 import { columnOf, type ResourceDef } from './kit.js';
-import { resourceDefs } from './index.js';
+import { resourceDefs, type ResourceDefOf } from './index.js';
 
-/** A policy collection: one whose definition declares role lists. */
-export type PolicyCollection = string;
+/** The controller's policy definitions: those that declare role lists. */
+type PolicyDef = Extract<ResourceDefOf, { roleLists: object }>;
+/** A policy collection of the controller: one whose definition declares role lists. */
+export type PolicyCollection = PolicyDef['name'];
 /** The field of a role list in its policy definition, e.g. `identityRoles`. */
-export type RoleField = string;
-/** What the role attribute index calls entities of one collection, e.g. `edge-router`. */
-export type RoleKind = string;
+export type RoleField = PolicyDef extends infer P ? (P extends { roleLists: infer L } ? keyof L & string : never) : never;
+/** The collections the role lists of `P` select. */
+export type SelectedBy<P extends PolicyCollection> =
+  Extract<PolicyDef, { name: P }> extends infer D ? (D extends { roleLists: infer L } ? L[keyof L] : never) : never;
+/** `edge router` → `edge-router`, as kindSpec spells a label. */
+type Kebab<S extends string> = S extends `${infer A} ${infer B}` ? `${A}-${Kebab<B>}` : S;
+/** What the role attribute index calls entities of one collection, e.g. `edge-router`: its label in kebab case. */
+export type RoleKind = Lowercase<Kebab<Extract<ResourceDefOf, { name: SelectedBy<PolicyCollection> }>['label']>>;
+
+/**
+ * How a set of definitions names its policy collections, role list fields and role kinds: any
+ * strings for definitions in general (deriveRelations), the literal unions above for the controller's.
+ */
+export interface RelationNames {
+  policy: string;
+  field: string;
+  kind: string;
+}
+
+/** The names of the controller's relations. */
+export interface ControllerNames extends RelationNames {
+  policy: PolicyCollection;
+  field: RoleField;
+  kind: RoleKind;
+}
 
 /** The kind of entity policies select: an entity collection some role list names. */
-export interface KindSpec {
-  kind: RoleKind;
+export interface KindSpec<N extends RelationNames = ControllerNames> {
+  kind: N['kind'];
   /** The entity collection; every entity has `role_attributes` and a `name`. */
   collection: string;
   table: string;
@@ -32,14 +56,14 @@ export interface KindSpec {
 }
 
 /** One role list of a policy kind and the link table it is materialised in. */
-export interface RoleListSpec {
+export interface RoleListSpec<N extends RelationNames = ControllerNames> {
   /** The policy collection. */
-  collection: PolicyCollection;
-  field: RoleField;
+  collection: N['policy'];
+  field: N['field'];
   /** Column of the list in the policy table. */
   column: string;
   /** The kind of entity it selects. */
-  kind: RoleKind;
+  kind: N['kind'];
   /** The entity collection it selects. */
   selects: string;
   linkTable: string;
@@ -47,12 +71,12 @@ export interface RoleListSpec {
   linkColumn: string;
 }
 
-export interface PolicySpec {
-  collection: PolicyCollection;
+export interface PolicySpec<N extends RelationNames = ControllerNames> {
+  collection: N['policy'];
   table: string;
   /** Whether the policy has a Dial / Bind `type` (service policies). */
   typed: boolean;
-  lists: readonly RoleListSpec[];
+  lists: readonly RoleListSpec<N>[];
 }
 
 /** A link table: (policy_id, entity) primary key, a reverse index, both sides cascading. */
@@ -84,7 +108,7 @@ export interface LinkListSpec {
 }
 
 /** One related list and where its entities come from. */
-export type RelatedSpec = {
+export type RelatedSpec<N extends RelationNames = ControllerNames> = {
   parent: string;
   child: string;
   operationId: string;
@@ -97,39 +121,39 @@ export type RelatedSpec = {
   /** Through a link list: the child ids in `childColumn` of the rows whose `parentColumn` is the parent. */
   | { via: 'link'; link: LinkListSpec; parentColumn: string; childColumn: string }
   /** An entity's policies: those whose `list` selects it. */
-  | { via: 'policies'; list: RoleListSpec }
+  | { via: 'policies'; list: RoleListSpec<N> }
   /** A policy's members: the entities its `list` selects. */
-  | { via: 'members'; list: RoleListSpec }
+  | { via: 'members'; list: RoleListSpec<N> }
   /** Entities reached through one policy kind: selected by `to` in a policy whose `from` selects the parent. */
-  | { via: 'policy'; from: RoleListSpec; to: RoleListSpec }
+  | { via: 'policy'; from: RoleListSpec<N>; to: RoleListSpec<N> }
 );
 
 /** `edge router` → `edge_router`: a singular table-name part. */
 const snakeLabel = (def: ResourceDef) => def.label.toLowerCase().replace(/ /g, '_');
 
 /** Everything the relations of a set of definitions imply. */
-export interface Relations {
-  policyCollections: readonly PolicyCollection[];
-  policies: Readonly<Record<PolicyCollection, PolicySpec>>;
+export interface Relations<N extends RelationNames = ControllerNames> {
+  policyCollections: readonly N['policy'][];
+  policies: Readonly<Record<N['policy'], PolicySpec<N>>>;
   /** Every kind of entity a role list selects, in the order of the definitions. */
-  kinds: readonly KindSpec[];
+  kinds: readonly KindSpec<N>[];
   /** The role lists that select entities of each kind, in policy order. */
-  listsOfKind: Readonly<Record<RoleKind, readonly RoleListSpec[]>>;
+  listsOfKind: Readonly<Record<N['kind'], readonly RoleListSpec<N>[]>>;
   linkTables: readonly LinkTableSpec[];
   /** The set fields kept in link tables of their own, in the order of the definitions. */
   linkLists: readonly LinkListSpec[];
   /** Every related list declared, in the order of the definitions. */
-  related: readonly RelatedSpec[];
+  related: readonly RelatedSpec<N>[];
 }
 
-/** Derives the relations; throws where the declarations do not fit together. */
-export function deriveRelations(defs: readonly ResourceDef[]): Relations {
+/** Derives the relations of any definitions, named by strings; throws where the declarations do not fit together. */
+export function deriveRelations(defs: readonly ResourceDef[]): Relations<RelationNames> {
   const defOf = (collection: string): ResourceDef => {
     const def = defs.find((d) => d.name === collection);
     if (!def) throw new Error(`relations: no resource ${collection}`);
     return def;
   };
-  const kindSpec = (def: ResourceDef): KindSpec => {
+  const kindSpec = (def: ResourceDef): KindSpec<RelationNames> => {
     if (def.fields.roleAttributes?.kind !== 'set') throw new Error(`relations: ${def.name} is selected by role lists but has no roleAttributes`);
     if (def.permission === null) throw new Error(`relations: ${def.name} is selected by role lists but has no permission group`);
     return { kind: def.label.toLowerCase().replace(/ /g, '-'), collection: def.name, table: def.table, label: def.label, permission: def.permission };
@@ -138,9 +162,9 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
   const policyDefs = defs.filter((d) => d.roleLists !== undefined);
   const kinds = defs.filter((d) => policyDefs.some((p) => Object.values(p.roleLists!).includes(d.name))).map(kindSpec);
 
-  const policies: Record<PolicyCollection, PolicySpec> = {};
+  const policies: Record<string, PolicySpec<RelationNames>> = {};
   for (const def of policyDefs) {
-    const lists = Object.entries(def.roleLists!).map(([field, selects]): RoleListSpec => {
+    const lists = Object.entries(def.roleLists!).map(([field, selects]): RoleListSpec<RelationNames> => {
       const f = def.fields[field];
       if (f?.kind !== 'set') throw new Error(`relations: role list ${def.name}.${field} is not a set field`);
       const entity = defOf(selects);
@@ -159,12 +183,12 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
     policies[def.name] = { collection: def.name, table: def.table, typed, lists };
   }
 
-  const policyOf = (collection: string): PolicySpec => {
+  const policyOf = (collection: string): PolicySpec<RelationNames> => {
     const spec = policies[collection];
     if (!spec) throw new Error(`relations: ${collection} has no role lists`);
     return spec;
   };
-  const listOf = (policy: string, collection: string): RoleListSpec => {
+  const listOf = (policy: string, collection: string): RoleListSpec<RelationNames> => {
     const found = policyOf(policy).lists.filter((l) => l.selects === collection);
     if (found.length !== 1) throw new Error(`relations: ${policy} has ${found.length} role lists selecting ${collection}`);
     return found[0]!;
@@ -206,7 +230,7 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
   };
 
   const related = defs.flatMap((parent) =>
-    (parent.related ?? []).map((rel): RelatedSpec => {
+    (parent.related ?? []).map((rel): RelatedSpec<RelationNames> => {
       const child = defOf(rel.collection);
       const base = {
         parent: parent.name,
@@ -224,7 +248,7 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
       if (link && rel.by === undefined && (rel.through !== undefined || policies[child.name] || policies[parent.name])) {
         throw new Error(`relations: ${between}: both a link list and a policy relate them`);
       }
-      let spec: RelatedSpec;
+      let spec: RelatedSpec<RelationNames>;
       if (rel.by !== undefined) {
         if (rel.through !== undefined) throw new Error(`relations: ${between}: a reference (by) and a policy kind (through) both named`);
         spec = { ...base, via: 'reference', ...referenceOf(parent, child, rel.by) };
@@ -269,11 +293,16 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations {
 
 // ---- the controller's relations -------------------------------------------------------------------
 
-const relations = deriveRelations(resourceDefs);
+/**
+ * Derived from the controller's definitions like any others, and named as the types above spell the
+ * same definitions (test/relations.test.ts checks that both agree).
+ */
+const relations = deriveRelations(resourceDefs) as Relations<ControllerNames>;
 
 export const POLICY_COLLECTIONS: readonly PolicyCollection[] = relations.policyCollections;
 export const POLICY_SPECS: Readonly<Record<PolicyCollection, PolicySpec>> = relations.policies;
-export const ROLE_KINDS: Readonly<Record<RoleKind, KindSpec>> = Object.fromEntries(relations.kinds.map((k) => [k.kind, k]));
+// Every kind is in relations.kinds, so the object has every key of RoleKind.
+export const ROLE_KINDS = Object.fromEntries(relations.kinds.map((k) => [k.kind, k])) as Readonly<Record<RoleKind, KindSpec>>;
 export const LISTS_OF_KIND: Readonly<Record<RoleKind, readonly RoleListSpec[]>> = relations.listsOfKind;
 /** Every policy link table, as the migrations must create it. */
 export const LINK_TABLES: readonly LinkTableSpec[] = relations.linkTables;
@@ -281,6 +310,11 @@ export const LINK_TABLES: readonly LinkTableSpec[] = relations.linkTables;
 export const LINK_LISTS: readonly LinkListSpec[] = relations.linkLists;
 /** Every related list the definitions declare. */
 export const RELATED_LISTS: readonly RelatedSpec[] = relations.related;
+
+/** Whether a collection is one of the controller's policy collections. */
+export function isPolicyCollection(collection: string): collection is PolicyCollection {
+  return POLICY_COLLECTIONS.some((c) => c === collection);
+}
 
 /** The spec of a policy collection; throws for any other collection. */
 export function policySpecOf(collection: PolicyCollection): PolicySpec {
@@ -302,7 +336,7 @@ export function roleKindOfCollection(collection: string): KindSpec | undefined {
 }
 
 /** The role list of `policy` that selects `collection`: exactly one, or the declarations are wrong. */
-export function roleListOf(policy: PolicyCollection, collection: string): RoleListSpec {
+export function roleListOf<P extends PolicyCollection>(policy: P, collection: SelectedBy<P>): RoleListSpec {
   const found = policySpecOf(policy).lists.filter((l) => l.selects === collection);
   if (found.length !== 1) throw new Error(`relations: ${policy} has ${found.length} role lists selecting ${collection}`);
   return found[0]!;

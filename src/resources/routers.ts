@@ -3,6 +3,24 @@ import { field, MAX_LIST, MAX_NAME, defineResource } from './kit.js';
 
 const Json = Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
 
+/**
+ * How far the controller has brought a router's copy of the network state. The router connection
+ * reports it; a router that is not connected is SYNC_UNKNOWN.
+ */
+export const ROUTER_SYNC_STATUSES = [
+  'SYNC_NEW',
+  'SYNC_QUEUED',
+  'SYNC_HELLO',
+  'SYNC_HELLO_WAIT',
+  'SYNC_RESYNC_WAIT',
+  'SYNC_IN_PROGRESS',
+  'SYNC_DONE',
+  'SYNC_UNKNOWN',
+  'SYNC_DISCONNECTED',
+  'SYNC_HELLO_TIMEOUT',
+  'SYNC_ERROR',
+] as const;
+
 export const edgeRouters = defineResource({
   name: 'edge-routers',
   label: 'edge router',
@@ -39,6 +57,7 @@ export const edgeRouters = defineResource({
       default: {},
       filterable: false,
     }),
+    syncStatus: field.enum(ROUTER_SYNC_STATUSES, 'how far the router has received the network state', { readOnly: true, default: 'SYNC_UNKNOWN' }),
   },
 });
 
@@ -53,11 +72,17 @@ const routerFields = {
   isVerified: field.boolean('enrolled', { readOnly: true, default: false }),
 };
 
-/** Fabric routers without edge functions, served at /routers and /transit-routers. */
+/**
+ * Routers, served at /routers and /transit-routers. The routers table holds those without edge
+ * functions; an edge router is a router too, so both paths list every router, edge routers included
+ * (the view over both tables), as the established controller does. An edge router read here shows
+ * its router fields, and is changed at /edge-routers.
+ */
 export const routers = defineResource({
   name: 'routers',
   label: 'router',
   table: 'routers',
+  readFrom: 'all_routers',
   permission: 'router',
   fields: routerFields,
 });

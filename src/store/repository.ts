@@ -1,5 +1,6 @@
 // Rows of one resource table, derived from its definition: mapping between entity fields and
-// columns, and the generic queries. No validation here; that is the domain's job.
+// columns, and the generic queries (reads from the definition's view when it has one, writes to its
+// table). No validation here; that is the domain's job.
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { COLUMN_TYPE, columnOf, type ColumnType, type ResourceDef } from '../resources/kit.js';
 import type { SortKey } from '../query/ast.js';
@@ -56,6 +57,11 @@ export class Repository<E extends Entity = Entity> {
     return this.def.table;
   }
 
+  /** Where reads come from: the definition's view (records of other tables too) or its table. */
+  get source(): string {
+    return this.def.readFrom ?? this.def.table;
+  }
+
   columnOf(field: string): string {
     const c = this.byField.get(field);
     if (!c) throw new Error(`${this.def.name} has no field ${field}`);
@@ -78,7 +84,7 @@ export class Repository<E extends Entity = Entity> {
   }
 
   private filtered(ex: Executor, q: Pick<ListQuery, 'scope' | 'where'>) {
-    let query = ex.selectFrom(this.table);
+    let query = ex.selectFrom(this.source);
     if (q.scope) query = query.where(q.scope);
     if (q.where) query = query.where(q.where);
     return query;
@@ -94,16 +100,20 @@ export class Repository<E extends Entity = Entity> {
     if (q.limit !== null) query = query.limit(q.limit);
     if (q.offset > 0) query = q.limit === null ? query.limit(-1).offset(q.offset) : query.offset(q.offset);
     const rows = await query.execute();
-    return { items: rows.map((r) => this.fromRow(r as Record<string, unknown>)), total: Number(countRow.n) };
+    return { items: rows.map((r) => this.fromRow(r)), total: Number(countRow.n) };
   }
 
   async get(ex: Executor, id: string): Promise<E | undefined> {
-    const row = await ex.selectFrom(this.table).selectAll().where('id', '=', id).executeTakeFirst();
-    return row ? this.fromRow(row as Record<string, unknown>) : undefined;
+    const row = await ex.selectFrom(this.source).selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? this.fromRow(row) : undefined;
   }
 
   async exists(ex: Executor, id: string): Promise<boolean> {
-    const row = await ex.selectFrom(this.table).select('id').where('id', '=', id).executeTakeFirst();
+    return this.existsIn(ex, this.source, id);
+  }
+
+  private async existsIn(ex: Executor, table: string, id: string): Promise<boolean> {
+    const row = await ex.selectFrom(table).select('id').where('id', '=', id).executeTakeFirst();
     return row !== undefined;
   }
 
@@ -113,11 +123,11 @@ export class Repository<E extends Entity = Entity> {
     if (unique.length === 0) return new Map();
     const nameColumn = this.columnOf(this.def.nameField ?? 'name');
     const rows = await ex
-      .selectFrom(this.table)
+      .selectFrom(this.source)
       .select(['id', sql.ref<string>(nameColumn).as('name')])
       .where('id', 'in', unique)
       .execute();
-    return new Map(rows.map((r) => [r.id as string, r.name as string]));
+    return new Map(rows.map((r) => [r.id as string, r.name]));
   }
 
   async insert(ex: Executor, entity: Record<string, unknown>): Promise<void> {
@@ -126,7 +136,7 @@ export class Repository<E extends Entity = Entity> {
 
   async update(ex: Executor, id: string, values: Record<string, unknown>): Promise<boolean> {
     const row = this.toRow(values);
-    if (Object.keys(row).length === 0) return this.exists(ex, id);
+    if (Object.keys(row).length === 0) return this.existsIn(ex, this.table, id);
     const result = await ex.updateTable(this.table).set(row).where('id', '=', id).executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }

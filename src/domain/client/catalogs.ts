@@ -49,7 +49,7 @@ export class PostureCheckCatalog implements Cache {
       const rows = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', 'in', missing).execute();
       const found = new Map<string, StoredPostureCheck>();
       for (const row of rows) {
-        const e = this.repo.fromRow(row as Record<string, unknown>);
+        const e = this.repo.fromRow(row);
         found.set(e.id, e);
       }
       for (const id of missing) {
@@ -185,7 +185,7 @@ export class ServiceCatalog implements Cache {
     const epoch = this.epoch;
     const rows = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', 'in', missing).execute();
     for (const row of rows) {
-      const e = this.repo.fromRow(row as Record<string, unknown>);
+      const e = this.repo.fromRow(row);
       out.set(e.id, e);
       if (epoch === this.epoch) this.entities.set(e.id, e);
     }

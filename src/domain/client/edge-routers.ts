@@ -1,6 +1,7 @@
 // Edge routers as clients see them: the answer shape (how to reach a router, nothing of its
 // enrollment), the fields a client may filter and sort by, the scopes of the edge routers an
-// identity may use, for any service or for one, and a page of them in that shape.
+// identity may use, for any service or for one, and a page of them in that shape: list items for
+// the caller's edge routers, one object holding them for a service's (the established answer).
 import { sql, type SqlBool } from 'kysely';
 import { Type } from '@sinclair/typebox';
 import { filterSpec, type FilterSpec } from '../../resources/kit.js';
@@ -13,7 +14,10 @@ import type { ResourceService } from '../resources.js';
 type EdgeRouter = EntityOf<'edge-routers'>;
 
 /** An edge router in a client answer: how to reach it, nothing of its enrollment. */
-export type ClientEdgeRouter = Pick<EdgeRouter, 'id' | 'name' | 'hostname' | 'isOnline' | 'supportedProtocols' | 'cost' | 'noTraversal' | 'disabled'> & {
+export type ClientEdgeRouter = Pick<
+  EdgeRouter,
+  'id' | 'name' | 'hostname' | 'isOnline' | 'supportedProtocols' | 'syncStatus' | 'cost' | 'noTraversal' | 'disabled'
+> & {
   urls: Record<string, string>;
 };
 
@@ -24,6 +28,7 @@ export const ClientEdgeRouterSchema = Type.Object({
   isOnline: Type.Boolean(),
   supportedProtocols: Type.Record(Type.String(), Type.String()),
   urls: Type.Record(Type.String(), Type.String(), { description: 'the same as supportedProtocols' }),
+  syncStatus: Type.String({ description: 'how far the router has received the network state; SYNC_UNKNOWN while not connected' }),
   cost: Type.Integer(),
   noTraversal: Type.Boolean(),
   disabled: Type.Boolean(),
@@ -48,6 +53,7 @@ export function clientEdgeRouter(e: EdgeRouter): ClientEdgeRouter {
     isOnline: e.isOnline,
     supportedProtocols: e.supportedProtocols,
     urls: e.supportedProtocols,
+    syncStatus: e.syncStatus,
     cost: e.cost,
     noTraversal: e.noTraversal,
     disabled: e.disabled,
@@ -67,7 +73,7 @@ export function clientEdgeRouterListItem(e: EdgeRouter): Record<string, unknown>
 /** Filter and sort of client edge router lists: only the fields a client sees. */
 export const CLIENT_EDGE_ROUTER_FILTER: FilterSpec = (() => {
   const full = filterSpec(edgeRoutersDef);
-  const shown = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'name', 'hostname', 'isOnline', 'cost', 'noTraversal', 'disabled']);
+  const shown = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'name', 'hostname', 'isOnline', 'syncStatus', 'cost', 'noTraversal', 'disabled']);
   return {
     symbols: new Map([...full.symbols].filter(([name]) => shown.has(name))),
     sortable: new Set([...full.sortable].filter((name) => shown.has(name))),
@@ -84,17 +90,34 @@ export const edgeRouterScope = {
     sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
 };
 
-/**
- * A page of edge routers in the shape a client sees them: those an identity may use, or with a
- * service those it may use for that service; scoped before any filter.
- */
+/** A page of the edge routers an identity may use, or with a service those it may use for it; scoped before any filter. */
+function pageOf(edgeRouters: ResourceService<EdgeRouter>, q: ListQuery, identityId: string, serviceId?: string) {
+  const scope = serviceId === undefined ? edgeRouterScope.ofIdentity(identityId) : edgeRouterScope.forService(identityId, serviceId);
+  return edgeRouters.listEntities({ ...q, scope });
+}
+
+/** A page of the edge routers an identity may use, as list items (entity base fields too). */
 export async function listClientEdgeRouters(
   edgeRouters: ResourceService<EdgeRouter>,
   q: ListQuery,
   identityId: string,
-  serviceId?: string,
 ): Promise<{ items: Record<string, unknown>[]; total: number }> {
-  const scope = serviceId === undefined ? edgeRouterScope.ofIdentity(identityId) : edgeRouterScope.forService(identityId, serviceId);
-  const { items, total } = await edgeRouters.listEntities({ ...q, scope });
+  const { items, total } = await pageOf(edgeRouters, q, identityId);
   return { items: items.map(clientEdgeRouterListItem), total };
+}
+
+/**
+ * The answer of a service's edge routers on the Client API: one object whose `edgeRouters` are those
+ * the identity may use for the service, shaped as in a session (`urls` beside `supportedProtocols`).
+ */
+export const ServiceEdgeRoutersSchema = Type.Object({ edgeRouters: Type.Array(ClientEdgeRouterSchema) });
+
+export async function listServiceEdgeRouters(
+  edgeRouters: ResourceService<EdgeRouter>,
+  q: ListQuery,
+  identityId: string,
+  serviceId: string,
+): Promise<{ edgeRouters: ClientEdgeRouter[]; total: number }> {
+  const { items, total } = await pageOf(edgeRouters, q, identityId, serviceId);
+  return { edgeRouters: items.map(clientEdgeRouter), total };
 }

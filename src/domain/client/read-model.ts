@@ -5,7 +5,8 @@
 // config type names of the catalogs (catalogs.ts), made into answers by the service list
 // (service-list.ts) with the posture evaluated by policy/posture.ts over the posture store
 // (posture-store.ts). service-updates.ts marks when that list last changed; sessions.ts creates
-// Dial and Bind sessions over the same views.
+// Dial and Bind sessions over the same views; posture-responses.ts stores what clients report and
+// answers the services a report changed.
 import type { ApiSessions } from '../../auth/api-sessions.js';
 import type { Clock } from '../../clock.js';
 import type { CacheRegistry } from '../../kernel/caches.js';
@@ -16,6 +17,7 @@ import type { Resources } from '../resources.js';
 import { AccessViews } from './access-views.js';
 import type { Caller } from './caller.js';
 import { ConfigTypeCatalog, PostureCheckCatalog, ServiceCatalog } from './catalogs.js';
+import { PostureResponses } from './posture-responses.js';
 import { PostureStore } from './posture-store.js';
 import { ClientServices } from './service-list.js';
 import { ServiceUpdateMarkers } from './service-updates.js';
@@ -44,6 +46,7 @@ export class ClientReadModel {
   readonly checks: PostureCheckCatalog;
   readonly configTypes: ConfigTypeCatalog;
   readonly posture: PostureStore;
+  readonly postureResponses: PostureResponses;
   readonly services: ClientServices;
   readonly markers: ServiceUpdateMarkers;
   readonly sessions: Sessions;
@@ -61,6 +64,7 @@ export class ClientReadModel {
     this.checks = caches.register(new PostureCheckCatalog(store, resources.get('posture-checks').repo));
     this.configTypes = caches.register(new ConfigTypeCatalog(store));
     this.posture = caches.register(new PostureStore(resources.kernel, clock));
+    this.postureResponses = new PostureResponses({ clock, posture: this.posture, access: this.access, checks: this.checks, catalog: this.catalog });
     this.services = new ClientServices({
       store,
       clock,

@@ -51,7 +51,7 @@ export interface PolicyPostureQueries {
 }
 
 /** Posture facts of a caller now. */
-export async function factsOf(posture: PostureStore, caller: Caller, now: number): Promise<PostureFacts> {
+export async function factsOf(posture: Pick<PostureStore, 'of'>, caller: Caller, now: number): Promise<PostureFacts> {
   return {
     posture: await posture.of(caller.apiSessionId, caller.identityId),
     mfa: { isMfaComplete: caller.isMfaComplete, passedAt: caller.sessionCreatedAt },
@@ -195,6 +195,14 @@ export class ClientServices {
   async assertVisible(caller: Caller, id: string): Promise<void> {
     const { grants } = await this.d.access.grantsFor(caller.identityId, id);
     if (grants.length === 0) throw notFound('service', id);
+  }
+
+  /** The id and name of a service the caller may dial or bind; 404 for any other (or none). */
+  async visible(caller: Caller, id: string): Promise<{ id: string; name: string }> {
+    const { grants } = await this.d.access.grantsFor(caller.identityId, id);
+    const entity = grants.length > 0 ? (await this.d.catalog.services([id])).get(id) : undefined;
+    if (!entity) throw notFound('service', id);
+    return { id, name: String(entity.name) };
   }
 
   /** One service of the caller; 404 when the caller may not use it (or it does not exist). */

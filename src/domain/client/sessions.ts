@@ -29,7 +29,7 @@ import type { Kernel } from '../../kernel/kernel.js';
 import { evaluatePolicy, type CheckResult, type PostureCheck } from '../../policy/posture.js';
 import type { AccessViews } from './access-views.js';
 import type { Caller } from './caller.js';
-import type { PostureCheckCatalog } from './catalogs.js';
+import type { StoredPostureCheck, PostureCheckCatalog } from './catalogs.js';
 import { clientEdgeRouter, ClientEdgeRouterSchema, edgeRouterScope, type ClientEdgeRouter } from './edge-routers.js';
 import type { PostureFailure, PostureStore } from './posture-store.js';
 import { factsOf } from './service-list.js';
@@ -112,7 +112,10 @@ const Ref = Type.Object({
   name: Type.String(),
 });
 
-/** A session as answered (management: without token and edge routers). */
+/**
+ * A session as answered: with the edge routers its identity may use for its service (the session
+ * edge router shape); the token only in the owner's own answers, never in management reads.
+ */
 export const SessionSchema = Type.Object({
   _links: Type.Record(Type.String(), Type.Object({ href: Type.String() })),
   id: Type.String(),
@@ -127,7 +130,9 @@ export const SessionSchema = Type.Object({
   service: Ref,
   type: Type.String(),
   token: Type.Optional(Type.String({ description: 'JWT for the edge routers; only to the session owner' })),
-  edgeRouters: Type.Optional(Type.Array(ClientEdgeRouterSchema)),
+  edgeRouters: Type.Array(ClientEdgeRouterSchema, {
+    description: `the edge routers the identity may use for the service now, online first, at most ${SESSION_EDGE_ROUTERS}`,
+  }),
 });
 
 export const SESSION_FILTER: FilterSpec = filterSpec(sessionsDef);
@@ -206,7 +211,7 @@ export class Sessions implements Cache {
     caller: Caller,
     input: SessionCreate,
     issuer: string,
-  ): Promise<{ session: SessionRecord; token: string; edgeRouters: ClientEdgeRouter[] }> {
+  ): Promise<{ session: SessionRecord; token: string }> {
     const { serviceId } = input;
     const type = input.type ?? 'Dial';
     const { grants, checksOf } = await this.d.access.grantsFor(caller.identityId, serviceId);
@@ -219,19 +224,16 @@ export class Sessions implements Cache {
     const catalog: ReadonlyMap<string, PostureCheck> = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
     const facts = await factsOf(this.d.posture, caller, now);
     const evaluated = granting.map((g) => {
-      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is PostureCheck => c !== undefined);
+      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
       return { policyId: g.policyId, checks, ...evaluatePolicy(checks, facts) };
     });
     if (!evaluated.some((e) => e.isPassing)) await this.refuse(caller, serviceId, type, evaluated, now);
 
-    const edgeRouters = await this.routerLists.get(caller.identityId, serviceId, () =>
-      this.edgeRoutersFor(caller.identityId, serviceId, SESSION_EDGE_ROUTERS),
-    );
-    if (edgeRouters.length === 0) {
+    if ((await this.edgeRoutersOf(caller.identityId, serviceId)).length === 0) {
       throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE', `no edge router lets the caller reach the service ${serviceId}`);
     }
     const session = await this.findOrInsert(caller, serviceId, type, input.tags ?? {}, now);
-    return { session, token: await this.tokenOf(session, issuer), edgeRouters };
+    return { session, token: await this.tokenOf(session, issuer) };
   }
 
   /** Records the refusal and throws 409 INVALID_POSTURE with every check of every granting policy. */
@@ -325,7 +327,7 @@ export class Sessions implements Cache {
       .where('type', '=', type)
       .executeTakeFirst();
     if (!row) return undefined;
-    const s = this.d.repo.fromRow(row as Record<string, unknown>);
+    const s = this.d.repo.fromRow(row);
     this.remember(s, seen);
     return s;
   }
@@ -420,12 +422,13 @@ export class Sessions implements Cache {
   // ---- answers -----------------------------------------------------------------------------------
 
   /**
-   * Sessions as answered; token and edge routers only where the owner asked. `known` names an
-   * identity whose name needs no lookup (the caller).
+   * Sessions as answered, each with the edge routers its identity may use for its service now; a
+   * token only where `tokenOf` gives one (the owner's own reads). `known` names an identity whose
+   * name needs no lookup (the caller).
    */
   async present(
     list: readonly SessionRecord[],
-    extra: (s: SessionRecord) => { token?: string; edgeRouters?: ClientEdgeRouter[] } = () => ({}),
+    tokenOf: (s: SessionRecord) => string | undefined = () => undefined,
     known?: { id: string; name: string },
   ): Promise<Record<string, unknown>[]> {
     const db = this.d.store.db;
@@ -438,26 +441,41 @@ export class Sessions implements Cache {
     }
     const serviceNames = new Map<string, string>();
     for (const id of new Set(list.map((s) => s.serviceId))) serviceNames.set(id, await this.serviceName(id));
-    return list.map((s) => ({
-      _links: { self: { href: `./sessions/${s.id}` }, 'route-path': { href: `./sessions/${s.id}/route-path` } },
-      id: s.id,
-      createdAt: s.createdAt,
-      updatedAt: s.updatedAt,
-      tags: s.tags,
-      apiSessionId: s.apiSessionId,
-      // API sessions have no name: the reference names it by its id.
-      apiSession: entityRef('api-sessions', s.apiSessionId, s.apiSessionId),
-      identityId: s.identityId,
-      identity: entityRef('identities', s.identityId, identityNames.get(s.identityId) ?? ''),
-      serviceId: s.serviceId,
-      service: entityRef('services', s.serviceId, serviceNames.get(s.serviceId) ?? ''),
-      type: s.type,
-      ...extra(s),
-    }));
+    // One router list per identity and service of the page.
+    const routers = new Map<string, ClientEdgeRouter[]>();
+    const pairKey = (s: SessionRecord) => `${s.identityId}\u0000${s.serviceId}`;
+    for (const s of list) {
+      if (!routers.has(pairKey(s))) routers.set(pairKey(s), await this.edgeRoutersOf(s.identityId, s.serviceId));
+    }
+    return list.map((s) => {
+      const token = tokenOf(s);
+      return {
+        _links: { self: { href: `./sessions/${s.id}` }, 'route-path': { href: `./sessions/${s.id}/route-path` } },
+        id: s.id,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
+        tags: s.tags,
+        apiSessionId: s.apiSessionId,
+        // API sessions have no name: the reference names it by its id.
+        apiSession: entityRef('api-sessions', s.apiSessionId, s.apiSessionId),
+        identityId: s.identityId,
+        identity: entityRef('identities', s.identityId, identityNames.get(s.identityId) ?? ''),
+        serviceId: s.serviceId,
+        service: entityRef('services', s.serviceId, serviceNames.get(s.serviceId) ?? ''),
+        type: s.type,
+        ...(token !== undefined ? { token } : {}),
+        edgeRouters: routers.get(pairKey(s))!,
+      };
+    });
+  }
+
+  /** The edge routers of a session's answer: up to SESSION_EDGE_ROUTERS, kept until a change moves them. */
+  edgeRoutersOf(identityId: string, serviceId: string): Promise<ClientEdgeRouter[]> {
+    return this.routerLists.get(identityId, serviceId, () => this.edgeRoutersFor(identityId, serviceId, SESSION_EDGE_ROUTERS));
   }
 
   /** Up to `limit` edge routers the identity may use for the service: online, enabled and cheap first. */
-  async edgeRoutersFor(identityId: string, serviceId: string, limit: number): Promise<ClientEdgeRouter[]> {
+  private async edgeRoutersFor(identityId: string, serviceId: string, limit: number): Promise<ClientEdgeRouter[]> {
     const rows = await this.d.store.db
       .selectFrom(edgeRoutersDef.table)
       .selectAll()
@@ -468,7 +486,7 @@ export class Sessions implements Cache {
       .orderBy('name', 'asc')
       .limit(limit)
       .execute();
-    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r as Record<string, unknown>)));
+    return rows.map((r) => clientEdgeRouter(this.d.edgeRouters.fromRow(r)));
   }
 
   private async serviceName(id: string): Promise<string> {

@@ -2,6 +2,7 @@
 // signers are implemented: the list is always empty, with its list parameters checked.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { SqlFlavor } from '../../query/flavor.js';
 import type { FilterSpec } from '../../resources/kit.js';
 import { SESSION } from '../auth-requirements.js';
@@ -21,17 +22,24 @@ const SIGNER_FILTER: FilterSpec = {
   fields: ['id', 'createdAt', 'updatedAt', 'tags', 'name'],
 };
 
-export function clientExternalJwtSignersRoutes(app: FastifyInstance, { flavor }: { flavor: SqlFlavor }): void {
+export function clientExternalJwtSignersRoutes(server: FastifyInstance, { flavor }: { flavor: SqlFlavor }): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/external-jwt-signers', {
     config: { auth: SESSION },
     schema: {
       operationId: 'listExternalJwtSigners',
       tags: ['external-jwt-signers'],
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(Type.Object({}, { additionalProperties: true }))) },
+      response: {
+        200: dataEnvelopeSchema(
+          Type.Array(Type.Object({}, { additionalProperties: true, title: 'clientExternalJwtSignerDetail' })),
+          'listClientExternalJwtSignersEnvelope',
+        ),
+      },
     },
     handler: async (request) => {
-      const list = parseList(request.query as Record<string, unknown>, SIGNER_FILTER, flavor);
+      const list = parseList(request.query, SIGNER_FILTER, flavor);
       return envelope([], listMeta(list, 0, SIGNER_FILTER));
     },
   });

@@ -26,5 +26,5 @@ export function clientRoutes(app: FastifyInstance, core: Core): void {
     answers: core.clientAnswers,
   });
   clientSessionsRoutes(app, { flavor, sessions: model.sessions, issuerOf: issuerOfRequests(core.config.web, core.oidc.issuers) });
-  clientPostureRoutes(app, { posture: model.posture });
+  clientPostureRoutes(app, { responses: model.postureResponses });
 }

@@ -1,22 +1,30 @@
 // Services on the Client API: the caller's services (only those it may dial or bind, scoped before
-// any filter), one of them, its edge routers and terminators, the caller's edge routers, and the
-// service-list change marker. Changing a service here takes the service permissions, as on the
-// Management API.
+// any filter), one of them, its edge routers and terminators (the limited view), the caller's edge
+// routers, and the service-list change marker. Changing a service here takes the service
+// permissions, as on the Management API.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Caller } from '../../domain/client/caller.js';
 import { ClientServiceFields, configTypeChoice, type ClientServices } from '../../domain/client/service-list.js';
 import type { ServiceUpdateMarkers } from '../../domain/client/service-updates.js';
 import type { Sessions } from '../../domain/client/sessions.js';
 import type { Resources } from '../../domain/resources.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
-import { listServiceTerminators } from '../../domain/routers.js';
-import { ClientEdgeRouterListItemSchema, CLIENT_EDGE_ROUTER_FILTER, listClientEdgeRouters } from '../../domain/client/edge-routers.js';
+import {
+  ClientEdgeRouterListItemSchema,
+  CLIENT_EDGE_ROUTER_FILTER,
+  listClientEdgeRouters,
+  ServiceEdgeRoutersSchema,
+  listServiceEdgeRouters,
+} from '../../domain/client/edge-routers.js';
+import { ClientTerminatorSchema, CLIENT_TERMINATOR_FILTER, listClientTerminators } from '../../domain/client/terminators.js';
 import { ApiError } from '../../errors.js';
 import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
+import { named } from '../openapi.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
 import type { AnswerCache } from './answer-cache.js';
 import { callerOf } from '../credentials.js';
@@ -53,14 +61,17 @@ export interface ClientServicesRouteDeps {
   answers: AnswerCache;
 }
 
-export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRouteDeps): void {
+export function clientServicesRoutes(server: FastifyInstance, d: ClientServicesRouteDeps): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const { flavor, resources } = d;
   const services = resources.get('services');
   const terminators = resources.get('terminators');
   const edgeRouters = resources.get('edge-routers');
   const tags = ['services'];
   // A service as the Management API reads it, and what the caller may do with it.
-  const ClientServiceSchema = Type.Object({ ...services.read.properties, ...ClientServiceFields });
+  const ClientServiceSchema = Type.Object({ ...services.read.properties, ...ClientServiceFields }, { title: 'serviceDetail' });
+  const EdgeRouterItem = named(ClientEdgeRouterListItemSchema, 'currentIdentityEdgeRouterDetail');
 
   app.get('/services', {
     config: { auth: SESSION },
@@ -68,7 +79,7 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       operationId: 'listServices',
       tags,
       querystring: ServicesQuery,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientServiceSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientServiceSchema, { title: 'serviceList' }), 'listServicesEnvelope') },
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
@@ -76,12 +87,12 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       const stamp = d.stamp(caller);
       const known = d.answers.get(caller.apiSessionId, request.url, stamp);
       if (known !== undefined) return reply.type(JSON_TYPE).send(known);
-      const query = request.query as Record<string, unknown>;
+      const query = request.query;
       const list = parseList(query, services.filter, flavor);
       const roles = await roleFilterScope('services', flavor)(query);
       const report = { timeDependent: false };
       const { items, total } = await d.services.list(caller, list.query, configTypeChoice(query), roles, { report });
-      const body = reply.serialize(envelope(items, listMeta(list, total, services.filter))) as string;
+      const body = reply.serializeAnswer(envelope(items, listMeta(list, total, services.filter)));
       if (!report.timeDependent) d.answers.put(caller.apiSessionId, request.url, stamp, body);
       return reply.type(JSON_TYPE).send(body);
     },
@@ -94,11 +105,11 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       tags,
       params: IdParams,
       querystring: ServiceQuery,
-      response: { 200: dataEnvelopeSchema(ClientServiceSchema) },
+      response: { 200: dataEnvelopeSchema(ClientServiceSchema, 'detailServiceEnvelope') },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
-      return envelope(await d.services.get(callerOf(request), id, configTypeChoice(request.query as Record<string, unknown>)));
+      const { id } = request.params;
+      return envelope(await d.services.get(callerOf(request), id, configTypeChoice(request.query)));
     },
   });
 
@@ -113,19 +124,21 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       params: IdParams,
       headers: SessionTokenHeaders,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+      response: { 200: dataEnvelopeSchema(ServiceEdgeRoutersSchema) },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const caller = callerOf(request);
-      const list = parseList(request.query as Record<string, unknown>, CLIENT_EDGE_ROUTER_FILTER, flavor);
+      // Clients read every router at once (the established answer is not paged): all by default.
+      const query = { limit: String(MAX_LIMIT), ...request.query };
+      const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
       await d.services.assertVisible(caller, id);
       const token = request.headers['session-token'];
       if (typeof token === 'string' && !(await d.sessions.verifyToken(caller, id, token))) {
         throw new ApiError('UNAUTHORIZED', 'the session-token header is not a session of the caller for this service');
       }
-      const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, caller.identityId, id);
-      return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
+      const { edgeRouters: routers, total } = await listServiceEdgeRouters(edgeRouters, list.query, caller.identityId, id);
+      return envelope({ edgeRouters: routers }, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
 
@@ -136,14 +149,14 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       tags,
       params: IdParams,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(terminators.read)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientTerminatorSchema)) },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
-      const list = parseList(request.query as Record<string, unknown>, terminators.filter, flavor);
-      await d.services.assertVisible(callerOf(request), id);
-      const { items, total } = await listServiceTerminators(terminators, id, list.query);
-      return envelope(items, listMeta(list, total, terminators.filter));
+      const { id } = request.params;
+      const list = parseList(request.query, CLIENT_TERMINATOR_FILTER, flavor);
+      const service = await d.services.visible(callerOf(request), id);
+      const { items, total } = await listClientTerminators(terminators, service, list.query);
+      return envelope(items, listMeta(list, total, CLIENT_TERMINATOR_FILTER));
     },
   });
 
@@ -153,10 +166,10 @@ export function clientServicesRoutes(app: FastifyInstance, d: ClientServicesRout
       operationId: 'getCurrentIdentityEdgeRouters',
       tags: ['current-identity'],
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(ClientEdgeRouterListItemSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(EdgeRouterItem)) },
     },
     handler: async (request) => {
-      const query = { limit: String(MAX_LIMIT), ...(request.query as Record<string, unknown>) };
+      const query = { limit: String(MAX_LIMIT), ...request.query };
       const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
       const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, callerOf(request).identityId);
       return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));

@@ -1,13 +1,16 @@
 // Sessions on the Client API: the caller creates, lists, reads and deletes its own (those of its
-// identity; any other is 404). Answers to the owner carry the session token.
+// identity; any other is 404). Answers to the owner carry the session token, and every answer the
+// edge routers the session may use.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { SESSION_EDGE_ROUTERS, SESSION_FILTER, SessionCreateSchema, SessionSchema, type SessionCreate, type Sessions } from '../../domain/client/sessions.js';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { SESSION_FILTER, SessionCreateSchema, SessionSchema, type Sessions } from '../../domain/client/sessions.js';
 import type { SqlFlavor } from '../../query/flavor.js';
 import { SESSION } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { named } from '../openapi.js';
+import { dataEnvelopeSchema, EmptySchema, IdParams, ListQuerySchema } from '../resource-routes.js';
 import { callerOf } from '../credentials.js';
 import type { IssuerOf } from './request.js';
 
@@ -17,8 +20,11 @@ export interface ClientSessionsRouteDeps {
   issuerOf: IssuerOf;
 }
 
-export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, issuerOf }: ClientSessionsRouteDeps): void {
+export function clientSessionsRoutes(server: FastifyInstance, { flavor, sessions, issuerOf }: ClientSessionsRouteDeps): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['sessions'];
+  const Session = named(SessionSchema, 'sessionDetail');
 
   app.get('/sessions', {
     config: { auth: SESSION },
@@ -26,15 +32,15 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
       operationId: 'listSessions',
       tags,
       querystring: ListQuerySchema,
-      response: { 200: dataEnvelopeSchema(Type.Array(SessionSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(Session, { title: 'sessionList' }), 'listSessionsEnvelope') },
     },
     handler: async (request) => {
       const caller = callerOf(request);
-      const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
+      const list = parseList(request.query, SESSION_FILTER, flavor);
       const { items, total } = await sessions.list(list.query, caller.identityId);
       const issuer = issuerOf(request);
       const tokens = new Map(await Promise.all(items.map(async (s) => [s.id, await sessions.tokenOf(s, issuer)] as const)));
-      const answers = await sessions.present(items, (s) => ({ token: tokens.get(s.id) }), { id: caller.identityId, name: caller.identityName });
+      const answers = await sessions.present(items, (s) => tokens.get(s.id), { id: caller.identityId, name: caller.identityName });
       return envelope(answers, listMeta(list, total, SESSION_FILTER));
     },
   });
@@ -44,13 +50,13 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
     schema: {
       operationId: 'createSession',
       tags,
-      body: SessionCreateSchema,
-      response: { 201: dataEnvelopeSchema(SessionSchema) },
+      body: named(SessionCreateSchema, 'sessionCreate'),
+      response: { 201: dataEnvelopeSchema(Session, 'sessionCreateEnvelope') },
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
-      const { session, token, edgeRouters } = await sessions.create(caller, request.body as SessionCreate, issuerOf(request));
-      const [answer] = await sessions.present([session], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
+      const { session, token } = await sessions.create(caller, request.body, issuerOf(request));
+      const [answer] = await sessions.present([session], () => token, { id: caller.identityId, name: caller.identityName });
       void reply.code(201);
       return envelope(answer);
     },
@@ -62,23 +68,22 @@ export function clientSessionsRoutes(app: FastifyInstance, { flavor, sessions, i
       operationId: 'detailSession',
       tags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(SessionSchema) },
+      response: { 200: dataEnvelopeSchema(Session, 'detailSessionEnvelope') },
     },
     handler: async (request) => {
       const caller = callerOf(request);
-      const s = await sessions.own(caller, (request.params as { id: string }).id);
-      const edgeRouters = await sessions.edgeRoutersFor(caller.identityId, s.serviceId, SESSION_EDGE_ROUTERS);
+      const s = await sessions.own(caller, request.params.id);
       const token = await sessions.tokenOf(s, issuerOf(request));
-      const [answer] = await sessions.present([s], () => ({ token, edgeRouters }), { id: caller.identityId, name: caller.identityName });
+      const [answer] = await sessions.present([s], () => token, { id: caller.identityId, name: caller.identityName });
       return envelope(answer);
     },
   });
 
   app.delete('/sessions/:id', {
     config: { auth: SESSION },
-    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
+    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
-      await sessions.delete(await sessions.own(callerOf(request), (request.params as { id: string }).id));
+      await sessions.delete(await sessions.own(callerOf(request), request.params.id));
       return envelope(EMPTY);
     },
   });

@@ -13,7 +13,7 @@ import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
 import { servicesRoutes } from './services.js';
 import { managementSessionsRoutes } from './sessions.js';
-import { actorOf, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
@@ -45,7 +45,8 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'disableIdentity',
       tags: ['identities'],
       params: IdParams,
-      body: Type.Object({ durationMinutes: Type.Integer({ minimum: 0, maximum: 5_256_000 }) }),
+      body: Type.Object({ durationMinutes: Type.Integer({ minimum: 0, maximum: 5_256_000 }) }, { title: 'disableParams' }),
+      response: { 200: EmptySchema },
     },
     handler: async (request) => {
       const { id } = request.params as { id: string };
@@ -57,7 +58,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
 
   app.post('/identities/:id/enable', {
     config: { auth: routeAuth('identity', 'update') },
-    schema: { operationId: 'enableIdentity', tags: ['identities'], params: IdParams },
+    schema: { operationId: 'enableIdentity', tags: ['identities'], params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
       await enableIdentity(r, (request.params as { id: string }).id, actorOf(request));
       return envelope(EMPTY);

@@ -2,13 +2,14 @@
 // setting of a controller), the controllers list and the resource counts.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Core } from '../../app/core.js';
 import { iso } from '../../clock.js';
 import { builtInControllerSettings, countRecords, effectiveControllerSetting, revoke } from '../../domain/operations.js';
 import { createSchema, DateTimeSchema, LinksSchema, TagsSchema } from '../../resources/kit.js';
 import { envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
-import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, CreatedSchema, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 const UriList = Type.Array(Type.String());
 
@@ -28,15 +29,17 @@ const EffectiveSettingSchema = Type.Object({
     { description: 'what the setting of this id itself says' },
   ),
   sources: Type.Array(Type.String(), { description: 'the layers merged, in order: built-in, global, the controller id' }),
-});
+}, { title: 'controllerSettingEffective' });
 
-const CreatedSchema = dataEnvelopeSchema(Type.Object({ id: Type.String(), _links: LinksSchema }));
 
 const SummarySchema = Type.Record(Type.String(), Type.Integer(), {
   description: 'collection name → number of records',
+  title: 'listSummaryCounts',
 });
 
-export function operationsRoutes(app: FastifyInstance, core: Core): void {
+export function operationsRoutes(server: FastifyInstance, core: Core): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const r = core.resources;
   const flavor = r.flavor;
   const settings = r.get('controller-settings');
@@ -52,7 +55,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       response: { 201: CreatedSchema },
     },
     handler: async (request, reply) => {
-      const entity = await revoke(r, core.config.edge.oidc, request.body as Record<string, unknown>, actorOf(request));
+      const entity = await revoke(r, core.config.edge.oidc, request.body, actorOf(request));
       void reply.code(201);
       return envelope({ id: entity.id, _links: { self: { href: `./${revocations.def.name}/${entity.id}` } } });
     },
@@ -67,10 +70,10 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'detailControllerSettingEffective',
       tags: [settings.def.name],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(EffectiveSettingSchema) },
+      response: { 200: dataEnvelopeSchema(EffectiveSettingSchema, 'detailControllerSettingEffectiveEnvelope') },
     },
     handler: async (request) =>
-      envelope(await effectiveControllerSetting(r, builtIn, (request.params as { id: string }).id)),
+      envelope(await effectiveControllerSetting(r, builtIn, request.params.id)),
   });
 
   app.get('/summary', {
@@ -78,7 +81,7 @@ export function operationsRoutes(app: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'listSummary',
       tags: ['informational'],
-      response: { 200: dataEnvelopeSchema(SummarySchema) },
+      response: { 200: dataEnvelopeSchema(SummarySchema, 'listSummaryCountsEnvelope') },
     },
     handler: async () => envelope(await countRecords(r)),
   });

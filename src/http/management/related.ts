@@ -18,7 +18,7 @@ import { EntityRefSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema, readOptionsOf } from '../resource-routes.js';
+import { dataEnvelopeSchema, IdParams, listEnvelopeSchema, ListQuerySchema, readOptionsOf } from '../resource-routes.js';
 
 const PolicyTypeQuery = Type.Composite(
   [ListQuerySchema, Type.Object({ policyType: Type.Optional(Type.String({ description: 'dial or bind; absent: either' })) })],
@@ -33,26 +33,32 @@ const RoleAttributeUsageQuery = Type.Composite(
   { additionalProperties: true },
 );
 
-const RoleAttributeUsageSchema = Type.Object({
-  roleAttribute: Type.String(),
-  usage: Type.Record(
-    Type.String(),
-    Type.Object({ count: Type.Integer(), ids: Type.Optional(Type.Array(Type.String())) }),
-    { description: 'per kind of entity or policy that refers to the attribute' },
-  ),
-});
+const RoleAttributeUsageSchema = Type.Object(
+  {
+    roleAttribute: Type.String(),
+    usage: Type.Record(
+      Type.String(),
+      Type.Object({ count: Type.Integer(), ids: Type.Optional(Type.Array(Type.String())) }),
+      { description: 'per kind of entity or policy that refers to the attribute' },
+    ),
+  },
+  { title: 'roleAttributeUsage' },
+);
 
-const PolicyAdviceSchema = Type.Object({
-  identityId: Type.String(),
-  identity: EntityRefSchema,
-  serviceId: Type.String(),
-  service: EntityRefSchema,
-  isDialAllowed: Type.Boolean(),
-  isBindAllowed: Type.Boolean(),
-  identityRouterCount: Type.Integer(),
-  serviceRouterCount: Type.Integer(),
-  commonRouters: Type.Array(Type.Composite([EntityRefSchema, Type.Object({ isOnline: Type.Boolean() })])),
-});
+const PolicyAdviceSchema = Type.Object(
+  {
+    identityId: Type.String(),
+    identity: EntityRefSchema,
+    serviceId: Type.String(),
+    service: EntityRefSchema,
+    isDialAllowed: Type.Boolean(),
+    isBindAllowed: Type.Boolean(),
+    identityRouterCount: Type.Integer(),
+    serviceRouterCount: Type.Integer(),
+    commonRouters: Type.Array(Type.Composite([EntityRefSchema, Type.Object({ isOnline: Type.Boolean() })], { title: 'routerEntityRef' })),
+  },
+  { title: 'policyAdvice' },
+);
 
 const NOT_PERMITTED = 'overlay-session realm="overlay-session" error="invalid" error_description="not permitted"';
 
@@ -80,7 +86,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         params: IdParams,
         querystring: rel.policyType ? PolicyTypeQuery : ListQuerySchema,
         // The listed resource's read schema: an entity reads here as in its own list.
-        response: { 200: dataEnvelopeSchema(Type.Array(child.read)) },
+        response: { 200: listEnvelopeSchema(child.def, child.read) },
       },
       handler: async (request) => {
         const { id } = request.params as { id: string };
@@ -103,7 +109,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         id: Type.String({ minLength: 1, maxLength: 255 }),
         serviceId: Type.String({ minLength: 1, maxLength: 255 }),
       }),
-      response: { 200: dataEnvelopeSchema(PolicyAdviceSchema) },
+      response: { 200: dataEnvelopeSchema(PolicyAdviceSchema, 'getIdentityPolicyAdviceEnvelope') },
     },
     handler: async (request) => {
       // The answer names the service and edge routers too.
@@ -121,7 +127,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         operationId: `list${spec.name}RoleAttributes`,
         tags,
         querystring: ListQuerySchema,
-        response: { 200: dataEnvelopeSchema(Type.Array(Type.String())) },
+        response: { 200: dataEnvelopeSchema(Type.Array(Type.String(), { title: 'roleAttributesList' }), 'listRoleAttributesEnvelope') },
       },
       handler: async (request) => {
         const list = parseList(request.query as Record<string, unknown>, ROLE_ATTRIBUTE_FILTER, flavor);
@@ -136,7 +142,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
         operationId: `list${spec.name}RoleAttributeUsage`,
         tags,
         querystring: RoleAttributeUsageQuery,
-        response: { 200: dataEnvelopeSchema(Type.Array(RoleAttributeUsageSchema)) },
+        response: { 200: dataEnvelopeSchema(Type.Array(RoleAttributeUsageSchema), 'listRoleAttributeUsageEnvelope') },
       },
       handler: async (request) => {
         const query = request.query as Record<string, unknown>;

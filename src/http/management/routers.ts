@@ -10,7 +10,7 @@ import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import {
   actorOf,
-  dataEnvelopeSchema,
+  EmptySchema,
   IdParams,
   operationId,
   registerResourceRoutes,
@@ -40,9 +40,9 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
     listQueryExtra: RoleFilterQuery,
     listScope: roleFilterScope('posture_checks', flavor),
   });
+  // Named as the definition's own patch and update bodies, which they replace.
   const withTypeId = (base: ReturnType<typeof patchSchema>) =>
-    Type.Object({ ...base.properties, typeId: TypeIdBodySchema }, { additionalProperties: true });
-  const EmptySchema = dataEnvelopeSchema(Type.Object({}));
+    Type.Object({ ...base.properties, typeId: TypeIdBodySchema }, { additionalProperties: true, title: base.title });
   for (const op of ['patch', 'update'] as const) {
     app.route({
       method: op === 'patch' ? 'PATCH' : 'PUT',

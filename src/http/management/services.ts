@@ -12,11 +12,10 @@ import {
   MAX_SERVICE_CONFIG_PAIRS,
   type ServiceConfigPair,
 } from '../../domain/services.js';
-import { ApiError } from '../../errors.js';
 import { EntityRefSchema, MAX_NAME } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
-import { actorOf, dataEnvelopeSchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
+import { actorOf, dataEnvelopeSchema, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -40,16 +39,20 @@ const ServiceConfigPairSchema = Type.Object(
 const ServiceConfigsAssignList = Type.Array(ServiceConfigPairSchema, {
   maxItems: MAX_SERVICE_CONFIG_PAIRS,
   description: 'service / config pairs',
+  title: 'serviceConfigsAssignList',
 });
 
-const IdentityServiceConfigSchema = Type.Object({
-  serviceId: Type.String(),
-  configId: Type.String(),
-  configTypeId: Type.String(),
-  service: EntityRefSchema,
-  config: EntityRefSchema,
-  configType: EntityRefSchema,
-});
+const IdentityServiceConfigSchema = Type.Object(
+  {
+    serviceId: Type.String(),
+    configId: Type.String(),
+    configTypeId: Type.String(),
+    service: EntityRefSchema,
+    config: EntityRefSchema,
+    configType: EntityRefSchema,
+  },
+  { title: 'serviceConfigDetail' },
+);
 
 export function servicesRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
@@ -74,7 +77,7 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       operationId: 'listIdentitysServiceConfigs',
       tags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(IdentityServiceConfigSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(IdentityServiceConfigSchema), 'listServiceConfigsEnvelope') },
     },
     handler: async (request) => envelope(await listIdentityServiceConfigs(r, (request.params as { id: string }).id)),
   });
@@ -85,7 +88,7 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       tags,
       params: IdParams,
       body: ServiceConfigsAssignList,
-      response: { 200: dataEnvelopeSchema(Type.Object({})) },
+      response: { 200: EmptySchema },
     },
     handler: async (request) => {
       const pairs = request.body as ServiceConfigPair[];
@@ -93,36 +96,20 @@ export function servicesRoutes(app: FastifyInstance, core: Core): void {
       return envelope(EMPTY);
     },
   });
-  // Its own context: "empty body" includes a JSON content type with nothing after it.
-  void app.register(async (scoped) => {
-    scoped.removeContentTypeParser('application/json');
-    scoped.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-      const text = String(body);
-      if (text.trim() === '') {
-        done(null, undefined);
-        return;
-      }
-      try {
-        done(null, JSON.parse(text));
-      } catch {
-        done(new ApiError('COULD_NOT_PARSE_BODY', 'the body is not valid JSON'), undefined);
-      }
-    });
-    scoped.delete(path, {
-      config: { auth: routeAuth(identities.def.permission, 'update') },
-      schema: {
-        operationId: 'disassociateIdentitysServiceConfigs',
-        tags,
-        params: IdParams,
-        // Absent, null or empty: every override of the identity.
-        body: Type.Union([ServiceConfigsAssignList, Type.Null()]),
-        response: { 200: dataEnvelopeSchema(Type.Object({})) },
-      },
-      handler: async (request) => {
-        const pairs = (request.body ?? undefined) as ServiceConfigPair[] | undefined;
-        await disassociateIdentityServiceConfigs(r, (request.params as { id: string }).id, pairs, actorOf(request));
-        return envelope(EMPTY);
-      },
-    });
+  app.delete(path, {
+    config: { auth: routeAuth(identities.def.permission, 'update') },
+    schema: {
+      operationId: 'disassociateIdentitysServiceConfigs',
+      tags,
+      params: IdParams,
+      // Absent, null or empty: every override of the identity.
+      body: Type.Union([ServiceConfigsAssignList, Type.Null()]),
+      response: { 200: EmptySchema },
+    },
+    handler: async (request) => {
+      const pairs = (request.body ?? undefined) as ServiceConfigPair[] | undefined;
+      await disassociateIdentityServiceConfigs(r, (request.params as { id: string }).id, pairs, actorOf(request));
+      return envelope(EMPTY);
+    },
   });
 }

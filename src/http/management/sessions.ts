@@ -1,7 +1,8 @@
-// Sessions on the Management API (admins: list, detail, delete, route path; never their tokens),
-// and an identity's posture data and refused session requests.
+// Sessions on the Management API (admins: list, detail, delete, route path; with their edge routers,
+// never their tokens), and an identity's posture data and refused session requests.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { PostureDataSchema, PostureFailureSchema, type PostureStore } from '../../domain/client/posture-store.js';
 import { SESSION_FILTER, SessionSchema, type Sessions } from '../../domain/client/sessions.js';
 import type { ResourceService } from '../../domain/resources.js';
@@ -9,7 +10,8 @@ import type { SqlFlavor } from '../../query/flavor.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, ListQuerySchema } from '../resource-routes.js';
+import { named } from '../openapi.js';
+import { dataEnvelopeSchema, EmptySchema, IdParams, ListQuerySchema } from '../resource-routes.js';
 
 export interface ManagementSessionsRouteDeps {
   flavor: SqlFlavor;
@@ -18,15 +20,18 @@ export interface ManagementSessionsRouteDeps {
   identities: ResourceService;
 }
 
-export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSessionsRouteDeps): void {
+export function managementSessionsRoutes(server: FastifyInstance, d: ManagementSessionsRouteDeps): void {
+  // Request parts typed by the route schemas, which have checked them before a handler runs.
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
   const { flavor, sessions, posture, identities } = d;
   const tags = ['sessions'];
+  const Session = named(SessionSchema, 'sessionDetail');
 
   app.get('/sessions', {
     config: { auth: routeAuth(null, 'read') },
-    schema: { operationId: 'listSessions', tags, querystring: ListQuerySchema, response: { 200: dataEnvelopeSchema(Type.Array(SessionSchema)) } },
+    schema: { operationId: 'listSessions', tags, querystring: ListQuerySchema, response: { 200: dataEnvelopeSchema(Type.Array(Session, { title: 'sessionList' }), 'listSessionsEnvelope') } },
     handler: async (request) => {
-      const list = parseList(request.query as Record<string, unknown>, SESSION_FILTER, flavor);
+      const list = parseList(request.query, SESSION_FILTER, flavor);
       const { items, total } = await sessions.list(list.query);
       return envelope(await sessions.present(items), listMeta(list, total, SESSION_FILTER));
     },
@@ -34,18 +39,18 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
 
   app.get('/sessions/:id', {
     config: { auth: routeAuth(null, 'read') },
-    schema: { operationId: 'detailSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(SessionSchema) } },
+    schema: { operationId: 'detailSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Session, 'detailSessionEnvelope') } },
     handler: async (request) => {
-      const [answer] = await sessions.present([await sessions.get((request.params as { id: string }).id)]);
+      const [answer] = await sessions.present([await sessions.get(request.params.id)]);
       return envelope(answer);
     },
   });
 
   app.delete('/sessions/:id', {
     config: { auth: routeAuth(null, 'delete') },
-    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Type.Object({})) } },
+    schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
-      await sessions.delete(await sessions.get((request.params as { id: string }).id));
+      await sessions.delete(await sessions.get(request.params.id));
       return envelope(EMPTY);
     },
   });
@@ -58,10 +63,15 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
       operationId: 'detailSessionRoutePath',
       tags,
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Object({ routePath: Type.Array(Type.String(), { description: 'router names, ingress first' }) })) },
+      response: {
+        200: dataEnvelopeSchema(
+          Type.Object({ routePath: Type.Array(Type.String(), { description: 'router names, ingress first' }) }, { title: 'sessionRoutePathDetail' }),
+          'detailSessionRoutePathEnvelope',
+        ),
+      },
     },
     handler: async (request) => {
-      await sessions.get((request.params as { id: string }).id);
+      await sessions.get(request.params.id);
       return envelope({ routePath: [] as string[] });
     },
   });
@@ -72,10 +82,10 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
       operationId: 'getIdentityFailedServiceRequests',
       tags: ['identities'],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(Type.Array(PostureFailureSchema)) },
+      response: { 200: dataEnvelopeSchema(Type.Array(named(PostureFailureSchema, 'failedServiceRequest')), 'failedServiceRequestEnvelope') },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       await identities.ensureExists(id);
       return envelope(await posture.failures(id));
     },
@@ -87,10 +97,10 @@ export function managementSessionsRoutes(app: FastifyInstance, d: ManagementSess
       operationId: 'getIdentityPostureData',
       tags: ['identities'],
       params: IdParams,
-      response: { 200: dataEnvelopeSchema(PostureDataSchema) },
+      response: { 200: dataEnvelopeSchema(named(PostureDataSchema, 'postureData'), 'postureDataEnvelope') },
     },
     handler: async (request) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       await identities.ensureExists(id);
       return envelope(await posture.identityData(id));
     },

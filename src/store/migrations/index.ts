@@ -6,7 +6,9 @@ import { m0003Network } from './0003-network.js';
 import { m0004Oidc } from './0004-oidc.js';
 import { m0005SystemIdentities } from './0005-system-identities.js';
 import { m0006Sessions } from './0006-sessions.js';
-import { m0007PostureCheckVersions } from './0007-posture-check-versions.js';
+import { m0007EdgeRouterSyncStatus } from './0007-edge-router-sync-status.js';
+import { m0008AllRouters } from './0008-all-routers.js';
+import { m0009PostureCheckVersions } from './0009-posture-check-versions.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -15,5 +17,7 @@ export const migrations: readonly StoreMigration[] = [
   m0004Oidc,
   m0005SystemIdentities,
   m0006Sessions,
-  m0007PostureCheckVersions,
+  m0007EdgeRouterSyncStatus,
+  m0008AllRouters,
+  m0009PostureCheckVersions,
 ];

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import type { StoreMigration } from '../store.js';
 
 /** Posture checks count their revisions: each existing check is at its first. */
-export const m0007PostureCheckVersions: StoreMigration = {
-  name: '0007-posture-check-versions',
+export const m0009PostureCheckVersions: StoreMigration = {
+  name: '0009-posture-check-versions',
   async up(db, d) {
     await db.schema
       .alterTable('posture_checks')
