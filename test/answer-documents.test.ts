@@ -35,19 +35,9 @@ const DIFFERENCES: Record<string, string> = {
   'client:detailSpecBody': 'established: declares the document in an envelope; its controller answers the document itself, as this one does',
   'management:detailSpecBody': 'established: declares the document in an envelope; its controller answers the document itself, as this one does',
   // API sessions
-  'client:authenticate': 'currentApiSessionDetail requires cachedUpdatedAt',
-  'management:authenticate': 'currentApiSessionDetail requires cachedUpdatedAt',
-  'client:getCurrentAPISession': 'currentApiSessionDetail requires cachedUpdatedAt',
-  'management:getCurrentAPISession': 'currentApiSessionDetail requires cachedUpdatedAt',
   'management:listAPISessions': 'apiSessionDetail requires token; tokens are kept hashed and never shown again (behaviour.md §5, decision)',
   'management:detailAPISessions': 'apiSessionDetail requires token; tokens are kept hashed and never shown again (behaviour.md §5, decision)',
-  // edge routers (and the Client API's)
-  'management:listEdgeRouters': 'edgeRouterDetail requires os and the other facts a connected router reports',
-  'management:detailEdgeRouter': 'edgeRouterDetail requires os and the other facts a connected router reports',
-  'management:listIdentityEdgeRouters': 'edgeRouterDetail requires os and the other facts a connected router reports',
-  'management:listServiceEdgeRouters': 'edgeRouterDetail requires os and the other facts a connected router reports',
-  'management:listEdgeRouterPolicyEdgeRouters': 'edgeRouterDetail requires os and the other facts a connected router reports',
-  'management:listServiceEdgeRouterPolicyEdgeRouters': 'edgeRouterDetail requires os and the other facts a connected router reports',
+  // service edge router policies
   'management:listEdgeRouterServiceEdgeRouterPolicies':
     'established: declares listServicePoliciesEnvelope (requires type) for the service edge router policies its controller answers',
   // routers
@@ -63,8 +53,9 @@ const DIFFERENCES: Record<string, string> = {
   'management:listSessions': 'sessionManagementDetail requires token; never shown to admins (decision)',
   'management:detailSession': 'sessionManagementDetail requires token; never shown to admins (decision)',
   // posture responses and posture data
-  'management:getIdentityFailedServiceRequests': 'postureCheckFailure (per type) requires actualValue',
-  'management:getIdentityPostureData': 'postureDataEndpointState requires unlockedAt and wokenAt; never reported, they are left out rather than answered null',
+  'management:getIdentityFailedServiceRequests': 'postureCheckFailure (per type) requires actualValue: the value reported at the refusal is not recorded yet',
+  'management:getIdentityPostureData':
+    'established: requires unlockedAt and wokenAt, which its controller answers null until a device reports them; this one leaves them out (no null date-times)',
 };
 
 /** Operations of this controller the established documents do not have: nothing to compare with. */
@@ -373,6 +364,8 @@ function referenceDocument(api: ApiName): Json {
  *   optional property may be absent or null (Go decodes it as left out);
  * - an object schema without properties is any value (Go's interface{}: `tags` say object but hold
  *   strings, booleans and null, as the document's own description says);
+ * - a required name that is not among the schema's own properties is no requirement (Go generates
+ *   checks for declared properties only: edgeRouterDetail requires `os`, `arch`, ... of versionInfo);
  * - bounds written as strings (`maximum: "65535"`) are numbers;
  * - a definition with a `discriminator` is polymorphic: the value of that field names the definition
  *   that extends it (by its `x-class`, or its name), and a value naming none is refused.
@@ -420,6 +413,7 @@ function referenceSchemas(doc: Json, base: string): { definitions: Json; convert
         else if (k === 'patternProperties') out[k] = Object.fromEntries(Object.entries(v as Json).map(([p, ps]) => [p, convert(ps)]));
         else if (k === 'items' || k === 'additionalProperties' || k === 'not') out[k] = typeof v === 'object' ? convert(v) : v;
         else if (k === 'type' && v === 'file') continue;
+        else if (k === 'required' && s.properties !== undefined) out[k] = (v as string[]).filter((p) => p in (s.properties as Json));
         else out[k] = v;
       }
     }
