@@ -365,6 +365,7 @@ describe('edge routers and terminators', () => {
         serviceId: ids.web,
         service: { _links: { self: { href: `./services/${ids.web}` } }, entity: 'services', id: ids.web, name: 'web' },
         routerId: ids.router,
+        router: { _links: { self: { href: `./edge-routers/${ids.router}` } }, entity: 'edge-routers', id: ids.router, name: 'er-public' },
         identity: '',
       },
     ]);

@@ -114,7 +114,7 @@ export class ResourceService<E extends Entity = Entity> {
 
   constructor(
     readonly def: ResourceDef,
-    private readonly store: Store,
+    readonly store: Store,
     private readonly resources: Resources,
     private readonly behaviour: ResourceBehaviour = {},
   ) {

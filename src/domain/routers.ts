@@ -237,20 +237,28 @@ const terminatorReadFields = computed<typeof terminators>(
     dynamicCost: Type.Integer({ minimum: 0, maximum: 65535, description: 'cost the terminator strategy adds from circuit outcomes' }),
   },
   async (ex, entities, answers) => {
-    const ids = entities.map((e) => e.router);
-    const [edge, fabric] = [await routerNames(ex, 'edge_routers', ids), await routerNames(ex, 'routers', ids)];
+    const refs = await routerRefs(ex, entities.map((e) => e.router));
     for (const [i, e] of entities.entries()) {
-      const id = e.router;
       const answer = answers[i]!;
       answer.serviceId = e.service;
-      answer.routerId = id;
+      answer.routerId = e.router;
       answer.dynamicCost = 0;
-      const edgeName = edge.get(id);
-      const name = edgeName ?? fabric.get(id);
-      answer.router = name === undefined ? null : entityRef(edgeName !== undefined ? 'edge-routers' : 'routers', id, name);
+      answer.router = refs.get(e.router) ?? null;
     }
   },
 );
+
+/** References to the routers of `ids` that exist: an edge router as one, any other as a router. */
+export async function routerRefs(ex: Executor, ids: readonly string[]): Promise<Map<string, ReturnType<typeof entityRef>>> {
+  const [edge, fabric] = [await routerNames(ex, 'edge_routers', ids), await routerNames(ex, 'routers', ids)];
+  const refs = new Map<string, ReturnType<typeof entityRef>>();
+  for (const id of ids) {
+    const edgeName = edge.get(id);
+    const name = edgeName ?? fabric.get(id);
+    if (name !== undefined) refs.set(id, entityRef(edgeName !== undefined ? 'edge-routers' : 'routers', id, name));
+  }
+  return refs;
+}
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 

@@ -1,5 +1,5 @@
-// A service's terminators as clients see them: which service and which router, and the identity a
-// terminator answers for, never the address, binding, cost or precedence (where and how the service
+// A service's terminators as clients see them: which service and which router (as the Management API
+// references it), and the identity a terminator answers for, never the address, binding, cost or precedence (where and how the service
 // is hosted; those stay with the Management API). The fields a client may filter and sort by are
 // the ones it sees, so no filter or sort can probe the others either.
 import { Type } from '@sinclair/typebox';
@@ -9,6 +9,7 @@ import type { EntityOf } from '../../resources/index.js';
 import type { ListQuery } from '../../store/repository.js';
 import { relationOf } from '../related.js';
 import type { ResourceService } from '../resources.js';
+import { routerRefs } from '../routers.js';
 
 type Terminator = EntityOf<'terminators'>;
 
@@ -22,6 +23,7 @@ export const ClientTerminatorSchema = Type.Object({
   serviceId: Type.String({ description: 'id of the service' }),
   service: EntityRefSchema,
   routerId: Type.String({ description: 'id of the edge router or router hosting it' }),
+  router: Type.Union([EntityRefSchema, Type.Null()], { description: 'the edge router or router hosting it' }),
   identity: Type.String({ description: 'identity the terminator answers for' }),
 });
 
@@ -50,6 +52,7 @@ export async function listClientTerminators(
 ): Promise<{ items: Record<string, unknown>[]; total: number }> {
   const { items, total } = await terminators.listEntities({ ...q, scope: serviceTerminators.scope(service.id) });
   const ref = entityRef('services', service.id, service.name);
+  const routers = await routerRefs(terminators.store.db, items.map((e) => e.router));
   return {
     items: items.map((e) => ({
       _links: entityLinks(terminatorsDef, e.id),
@@ -60,6 +63,7 @@ export async function listClientTerminators(
       serviceId: e.service,
       service: ref,
       routerId: e.router,
+      router: routers.get(e.router) ?? null,
       identity: e.identity,
     })),
     total,
