@@ -252,10 +252,10 @@ describe('posture on the Management API', () => {
   });
 
   it('GET /identities/{id}/posture-data before any report: os, domain and mac are objects, and no date-time is null', async () => {
-    const erin = await net.person('erin', ['staff']);
-    const token = await net.login(erin);
+    const grace = await net.person('grace', ['staff']);
+    const token = await net.login(grace);
     const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
-    const res = await call(t, 'GET', `${MGMT}/identities/${erin.id}/posture-data`, { token: net.admin });
+    const res = await call(t, 'GET', `${MGMT}/identities/${grace.id}/posture-data`, { token: net.admin });
     const data = ok(res);
     expect(data.os).toEqual({ postureCheckId: '', timedOut: false, type: '', version: '', build: '' });
     expect(data.domain).toEqual({ postureCheckId: '', timedOut: false, domain: '' });
