@@ -53,7 +53,6 @@ const DIFFERENCES: Record<string, string> = {
   'management:listSessions': 'sessionManagementDetail requires token; never shown to admins (decision)',
   'management:detailSession': 'sessionManagementDetail requires token; never shown to admins (decision)',
   // posture responses and posture data
-  'management:getIdentityFailedServiceRequests': 'postureCheckFailure (per type) requires actualValue: the value reported at the refusal is not recorded yet',
   'management:getIdentityPostureData':
     'established: requires unlockedAt and wokenAt, which its controller answers null until a device reports them; this one leaves them out (no null date-times)',
 };

@@ -125,7 +125,16 @@ describe('the journey of alice', () => {
           {
             policyId: ids.bindDb,
             policyName: expect.stringMatching(/^sp-/),
-            checks: [{ postureCheckId: ids.domainCheck, postureCheckName: expect.stringMatching(/^pc-/), postureCheckType: 'DOMAIN' }],
+            // nothing reported yet: the domain she had is empty
+            checks: [
+              {
+                postureCheckId: ids.domainCheck,
+                postureCheckName: expect.stringMatching(/^pc-/),
+                postureCheckType: 'DOMAIN',
+                actualValue: '',
+                expectedValue: ['corp.example'],
+              },
+            ],
           },
         ],
       },

@@ -284,6 +284,85 @@ describe('posture on the Management API', () => {
     expect(others.some((f) => f.serviceId === service)).toBe(false);
   });
 
+  it('GET /identities/{id}/failed-service-requests shows per failing check what the device reported and what the check asks', async () => {
+    const checks = {
+      domain: await net.postureCheck('DOMAIN', { domains: ['corp.example'] }),
+      os: await net.postureCheck('OS', { operatingSystems: [{ type: 'Linux', versions: ['>=6.1'] }] }),
+      mfa: await net.postureCheck('MFA', { timeoutSeconds: 600, promptOnWake: true, promptOnUnlock: false }),
+      mac: await net.postureCheck('MAC', { macAddresses: ['0a:1b:2c:3d:4e:5f'] }),
+      process: await net.postureCheck('PROCESS', { process: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['ab12'] } }),
+      multi: await net.postureCheck('PROCESS_MULTI', { processes: [{ osType: 'Linux', path: '/opt/a' }, { osType: 'Linux', path: '/opt/b' }], semantic: 'AnyOf' }),
+    };
+    const service = await net.service('svc-seen');
+    const policy = await net.servicePolicy('Dial', ['#seen'], [`@${service}`], Object.values(checks).map((c) => `@${c}`));
+    const heidi = await net.person('heidi', ['seen']);
+    const token = await net.login(heidi);
+    ok(
+      await client(t, 'POST', '/posture-response-bulk', token, [
+        { id: checks.domain, typeId: 'DOMAIN', domain: 'home.example' },
+        { id: checks.os, typeId: 'OS', type: 'Linux', version: '5.15.0', build: 'x' },
+        { id: checks.mfa, typeId: 'ENDPOINT_STATE', woken: true },
+        { id: checks.process, typeId: 'PROCESS', path: '/usr/bin/agent', isRunning: false, hash: 'ab12', signerFingerprints: [] },
+        { id: checks.multi, typeId: 'PROCESS_MULTI', path: '/opt/b', isRunning: false, hash: 'cd34' },
+      ]),
+    );
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+
+    const [refusal] = ok(await call(t, 'GET', `${MGMT}/identities/${heidi.id}/failed-service-requests`, { token: net.admin })) as any[];
+    expect(refusal.policyFailures).toHaveLength(1);
+    expect(refusal.policyFailures[0].policyId).toBe(policy);
+    const byId = new Map<string, any>(refusal.policyFailures[0].checks.map((c: any) => [c.postureCheckId, c]));
+    expect([...byId.keys()].sort()).toEqual(Object.values(checks).sort());
+    const values = (id: string) => {
+      const { postureCheckId: _id, postureCheckName: _name, ...rest } = byId.get(id);
+      return rest;
+    };
+    expect(values(checks.domain)).toEqual({ postureCheckType: 'DOMAIN', actualValue: 'home.example', expectedValue: ['corp.example'] });
+    expect(values(checks.os)).toEqual({
+      postureCheckType: 'OS',
+      actualValue: { type: 'Linux', version: '5.15.0' },
+      expectedValue: [{ type: 'Linux', versions: ['>=6.1'] }],
+    });
+    // MFA never passed (so timed out and not passed on wake); the device reported waking
+    expect(values(checks.mfa)).toEqual({
+      postureCheckType: 'MFA',
+      actualValue: { passedMfa: false, passedOnUnlock: true, passedOnWake: false, timedOut: true },
+      expectedValue: { passedMfa: true, passedOnUnlock: false, passedOnWake: true, timedOut: false },
+      criteria: { wokenAt: expect.any(String), timeoutSeconds: 600, timeoutRemainingSeconds: 0 },
+    });
+    // MAC never reported: nothing to show
+    expect(values(checks.mac)).toEqual({ postureCheckType: 'MAC', actualValue: [], expectedValue: ['0a:1b:2c:3d:4e:5f'] });
+    expect(values(checks.process)).toEqual({
+      postureCheckType: 'PROCESS',
+      actualValue: { path: '/usr/bin/agent', isRunning: false, hash: 'ab12', signerFingerprints: [] },
+      expectedValue: { osType: 'Linux', path: '/usr/bin/agent', hashes: ['ab12'] },
+    });
+    expect(values(checks.multi)).toEqual({
+      postureCheckType: 'PROCESS_MULTI',
+      actualValue: [{ path: '/opt/b', isRunning: false, hash: 'cd34', signerFingerprints: [] }],
+      expectedValue: [
+        { osType: 'Linux', path: '/opt/a' },
+        { osType: 'Linux', path: '/opt/b' },
+      ],
+      semantic: 'AnyOf',
+    });
+  });
+
+  it('GET /identities/{id}/failed-service-requests answers a refusal recorded without check values with the base fields', async () => {
+    const ivan = await net.person('ivan', ['staff']);
+    const base = { postureCheckId: 'pc-old', postureCheckName: 'old', postureCheckType: 'DOMAIN' };
+    await t.app.core.client.posture.recordFailure(ivan.id, {
+      apiSessionId: 'as-old',
+      serviceId: 'svc-old',
+      serviceName: 'old',
+      sessionType: 'Dial',
+      when: new Date(t.clock()).toISOString(),
+      policyFailures: [{ policyId: 'sp-old', policyName: 'old', checks: [base] }],
+    });
+    const list = ok(await call(t, 'GET', `${MGMT}/identities/${ivan.id}/failed-service-requests`, { token: net.admin })) as any[];
+    expect(list[0].policyFailures[0].checks).toEqual([base]);
+  });
+
   it('answer 404 for an unknown identity and 401 to callers who are not admins', async () => {
     for (const sub of ['posture-data', 'failed-service-requests']) {
       expectError(await call(t, 'GET', `${MGMT}/identities/no-such-id/${sub}`, { token: net.admin }), 404, 'NOT_FOUND');

@@ -1,6 +1,9 @@
 // Posture evaluation (behaviour.md §4), pure: whether what an API session reported about its device
-// satisfies posture checks, a policy passing when all of its checks do, and the posture queries of
-// client service answers. No I/O and no clock: the time comes in with the facts.
+// satisfies posture checks, a policy passing when all of its checks do, the posture queries of
+// client service answers, and for a failing check what the device had reported beside what the
+// check asks (kept with a refused session request). No I/O and no clock: the time comes in with the
+// facts.
+import { iso } from '../clock.js';
 import type { EntityOf } from '../resources/index.js';
 
 /** A reported value with where it came from. */
@@ -154,6 +157,28 @@ function mfaExpiry(check: PostureCheck, facts: PostureFacts): number {
   return timeout < 0 ? Infinity : facts.mfa.passedAt + timeout * 1000;
 }
 
+/** The four conditions of an MFA check as the API session meets them; the check passes when all hold. */
+export interface MfaValues {
+  passedMfa: boolean;
+  passedOnUnlock: boolean;
+  passedOnWake: boolean;
+  timedOut: boolean;
+}
+
+function mfaValues(check: PostureCheck, facts: PostureFacts): MfaValues {
+  const { isMfaComplete, passedAt } = facts.mfa;
+  const state = facts.posture?.endpointState ?? {};
+  // Waking or unlocking after the MFA asks for it again, when the check says so.
+  const passedOn = (prompt: boolean | null | undefined, at: number | undefined) => prompt !== true || (isMfaComplete && !((at ?? -Infinity) > passedAt));
+  return {
+    passedMfa: isMfaComplete,
+    passedOnUnlock: passedOn(check.promptOnUnlock, state.unlockedAt),
+    passedOnWake: passedOn(check.promptOnWake, state.wokenAt),
+    // an MFA never passed counts as timed out
+    timedOut: !isMfaComplete || facts.now >= mfaExpiry(check, facts),
+  };
+}
+
 /** Whether one check passes for an API session. */
 export function checkPasses(check: PostureCheck, facts: PostureFacts): boolean {
   const p = facts.posture;
@@ -186,12 +211,8 @@ export function checkPasses(check: PostureCheck, facts: PostureFacts): boolean {
       return (check.macAddresses ?? []).some((a) => reported.has(hexKey(a)));
     }
     case 'MFA': {
-      const { isMfaComplete, passedAt } = facts.mfa;
-      if (!isMfaComplete || facts.now >= mfaExpiry(check, facts)) return false;
-      const state = p?.endpointState ?? {};
-      if (check.promptOnWake === true && (state.wokenAt ?? -Infinity) > passedAt) return false;
-      if (check.promptOnUnlock === true && (state.unlockedAt ?? -Infinity) > passedAt) return false;
-      return true;
+      const v = mfaValues(check, facts);
+      return v.passedMfa && !v.timedOut && v.passedOnWake && v.passedOnUnlock;
     }
     default:
       return false;
@@ -241,4 +262,123 @@ export function postureQuery(check: PostureCheck, facts: PostureFacts): PostureQ
     q.processes = check.processes.map((p) => ({ osType: p.osType, path: p.path }));
   }
   return q;
+}
+
+// ---- what a failing check saw ------------------------------------------------------------------------
+
+/** A reported process as a failure record shows it; a process never reported is not running. */
+export interface ProcessActual {
+  path?: string;
+  isRunning: boolean;
+  hash: string;
+  signerFingerprints: string[];
+}
+
+/**
+ * What a failing check asked for (expectedValue) and what the API session had reported for it
+ * (actualValue), per kind, in the shapes of the interface document's postureCheckFailure subtypes.
+ * A value never reported is empty: '' for a domain, [] for MAC addresses, '' type and version for an OS.
+ */
+export type CheckFailureValues =
+  | { postureCheckType: 'DOMAIN'; actualValue: string; expectedValue: string[] }
+  | { postureCheckType: 'MAC'; actualValue: string[]; expectedValue: string[] }
+  | { postureCheckType: 'OS'; actualValue: { type: string; version: string }; expectedValue: { type: string; versions: string[] }[] }
+  | {
+      postureCheckType: 'PROCESS';
+      actualValue: ProcessActual;
+      expectedValue: { osType: string; path: string; hashes?: string[]; signerFingerprint?: string };
+    }
+  | {
+      postureCheckType: 'PROCESS_MULTI';
+      actualValue: ProcessActual[];
+      expectedValue: { osType: string; path: string; hashes?: string[]; signerFingerprints?: string[] }[];
+      semantic: 'AllOf' | 'AnyOf';
+    }
+  | {
+      postureCheckType: 'MFA';
+      actualValue: MfaValues;
+      expectedValue: MfaValues;
+      /** Times are left out when unknown: MFA never passed, the device never woke or was unlocked. */
+      criteria: { passedMfaAt?: string; wokenAt?: string; unlockedAt?: string; timeoutSeconds: number; timeoutRemainingSeconds: number };
+    };
+
+/** The report of the process at a path the check names (without case on Windows). */
+function reportedProcess(posture: SessionPosture | undefined, want: { osType: string; path: string }): ProcessReport | undefined {
+  if (!posture) return undefined;
+  const windows = want.osType === 'Windows' || want.osType === 'WindowsServer';
+  for (const { value } of posture.processes.values()) {
+    if (windows ? lower(value.path) === lower(want.path) : value.path === want.path) return value;
+  }
+  return undefined;
+}
+
+/** A process reported for the check itself, whatever its path. */
+function reportedFor(posture: SessionPosture | undefined, checkId: string): ProcessReport | undefined {
+  for (const r of posture?.processes.values() ?? []) if (r.postureCheckId === checkId) return r.value;
+  return undefined;
+}
+
+function processActual(report: ProcessReport | undefined): ProcessActual {
+  if (!report) return { isRunning: false, hash: '', signerFingerprints: [] };
+  return { path: report.path, isRunning: report.isRunning, hash: report.hash, signerFingerprints: [...report.signerFingerprints] };
+}
+
+/**
+ * What a check saw when it failed; undefined for a kind this controller does not know, or a check
+ * missing the fields of its kind (it fails without anything to compare).
+ */
+export function checkFailureValues(check: PostureCheck, facts: PostureFacts): CheckFailureValues | undefined {
+  const p = facts.posture;
+  switch (check.typeId) {
+    case 'DOMAIN':
+      return { postureCheckType: 'DOMAIN', actualValue: p?.domain?.value.domain ?? '', expectedValue: [...(check.domains ?? [])] };
+    case 'MAC':
+      return { postureCheckType: 'MAC', actualValue: [...(p?.mac?.value.addresses ?? [])], expectedValue: [...(check.macAddresses ?? [])] };
+    case 'OS': {
+      const os = p?.os?.value;
+      return {
+        postureCheckType: 'OS',
+        actualValue: { type: os?.type ?? '', version: os?.version ?? '' },
+        expectedValue: (check.operatingSystems ?? []).map((o) => ({ type: o.type, versions: [...o.versions] })),
+      };
+    }
+    case 'PROCESS': {
+      const want = check.process;
+      if (!want) return undefined;
+      return { postureCheckType: 'PROCESS', actualValue: processActual(reportedProcess(p, want) ?? reportedFor(p, check.id)), expectedValue: structuredClone(want) };
+    }
+    case 'PROCESS_MULTI': {
+      const list = check.processes;
+      if (!list) return undefined;
+      const reported = list.map((w) => reportedProcess(p, w)).filter((r): r is ProcessReport => r !== undefined);
+      return {
+        postureCheckType: 'PROCESS_MULTI',
+        actualValue: [...new Set(reported)].map(processActual),
+        expectedValue: structuredClone(list),
+        semantic: check.semantic === 'AnyOf' ? 'AnyOf' : 'AllOf',
+      };
+    }
+    case 'MFA': {
+      const timeout = check.timeoutSeconds ?? -1;
+      const { isMfaComplete, passedAt } = facts.mfa;
+      const state = p?.endpointState ?? {};
+      const criteria: Extract<CheckFailureValues, { postureCheckType: 'MFA' }>['criteria'] = {
+        timeoutSeconds: timeout < 0 ? -1 : timeout,
+        timeoutRemainingSeconds: timeout < 0 ? -1 : isMfaComplete ? Math.max(0, Math.floor((mfaExpiry(check, facts) - facts.now) / 1000)) : 0,
+      };
+      if (isMfaComplete) criteria.passedMfaAt = iso(passedAt);
+      if (state.wokenAt !== undefined) criteria.wokenAt = iso(state.wokenAt);
+      if (state.unlockedAt !== undefined) criteria.unlockedAt = iso(state.unlockedAt);
+      return {
+        postureCheckType: 'MFA',
+        actualValue: mfaValues(check, facts),
+        // as the established controller states it: passed on wake or unlock is asked for when the
+        // check prompts then
+        expectedValue: { passedMfa: true, passedOnUnlock: check.promptOnUnlock === true, passedOnWake: check.promptOnWake === true, timedOut: false },
+        criteria,
+      };
+    }
+    default:
+      return undefined;
+  }
 }

@@ -4,7 +4,7 @@
 //
 // Reported data is stored per API session (the device that reported it) and read from memory; a
 // write goes to the store first, then to memory. Refused session requests are recorded per identity.
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { fieldError } from '../../errors.js';
 import { iso, type Clock } from '../../clock.js';
 import { newId } from '../../ids.js';
@@ -13,7 +13,7 @@ import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
 import type { Kernel } from '../../kernel/kernel.js';
 import type { Store } from '../../store/store.js';
-import type { OsReport, ProcessReport, Reported, SessionPosture } from '../../policy/posture.js';
+import type { CheckFailureValues, OsReport, ProcessReport, Reported, SessionPosture } from '../../policy/posture.js';
 
 // ---- what clients report ---------------------------------------------------------------------------
 
@@ -195,8 +195,19 @@ export interface PostureFailure {
   policyFailures: {
     policyId: string;
     policyName: string;
-    checks: { postureCheckId: string; postureCheckName: string; postureCheckType: string }[];
+    checks: RecordedCheckFailure[];
   }[];
+}
+
+/**
+ * One failing check of a refused request, with what it saw (policy/posture.ts); a check of a kind
+ * without values, or a record kept from before the values were, has the base fields only.
+ */
+export type RecordedCheckFailure = CheckFailureBase | (CheckFailureBase & CheckFailureValues);
+interface CheckFailureBase {
+  postureCheckId: string;
+  postureCheckName: string;
+  postureCheckType: string;
 }
 
 /** How many refused requests are kept per identity (the newest). */
@@ -476,6 +487,68 @@ export class PostureStore implements Cache {
   }
 }
 
+const FailureBase = { postureCheckId: Type.String(), postureCheckName: Type.String() };
+const Strings = Type.Array(Type.String());
+const OsTypeName = Type.String({ description: 'Windows, WindowsServer, Android, iOS, Linux or macOS' });
+// Titles name the parts as the established document does.
+const ProcessActualSchema = Type.Object(
+  {
+    path: Type.Optional(Type.String()),
+    isRunning: Type.Boolean(),
+    hash: Type.String({ description: 'empty when never reported' }),
+    signerFingerprints: Strings,
+  },
+  { title: 'postureCheckFailureProcessActual' },
+);
+const MfaValuesSchema = Type.Object(
+  { passedMfa: Type.Boolean(), passedOnUnlock: Type.Boolean(), passedOnWake: Type.Boolean(), timedOut: Type.Boolean() },
+  { title: 'postureChecksFailureMfaValues' },
+);
+const Kind = <K extends string, P extends Record<string, TSchema>>(kind: K, title: string, values: P) =>
+  Type.Object({ ...FailureBase, postureCheckType: Type.Literal(kind), ...values }, { title });
+
+/** A failing check per kind, what the API session had reported (actualValue) beside what the check asks (expectedValue). */
+const CheckFailureSchema = Type.Union([
+  Kind('DOMAIN', 'postureCheckFailureDomain', { actualValue: Type.String({ description: 'empty when never reported' }), expectedValue: Strings }),
+  Kind('MAC', 'postureCheckFailureMacAddress', { actualValue: Strings, expectedValue: Strings }),
+  Kind('OS', 'postureCheckFailureOperatingSystem', {
+    actualValue: Type.Object({ type: Type.String(), version: Type.String() }, { title: 'postureCheckFailureOperatingSystemActual' }),
+    expectedValue: Type.Array(Type.Object({ type: OsTypeName, versions: Strings })),
+  }),
+  Kind('PROCESS', 'postureCheckFailureProcess', {
+    actualValue: ProcessActualSchema,
+    expectedValue: Type.Object({
+      osType: OsTypeName,
+      path: Type.String(),
+      hashes: Type.Optional(Strings),
+      signerFingerprint: Type.Optional(Type.String()),
+    }),
+  }),
+  Kind('PROCESS_MULTI', 'postureCheckFailureProcessMulti', {
+    actualValue: Type.Array(ProcessActualSchema),
+    expectedValue: Type.Array(
+      Type.Object({ osType: OsTypeName, path: Type.String(), hashes: Type.Optional(Strings), signerFingerprints: Type.Optional(Strings) }),
+    ),
+    semantic: Type.Union([Type.Literal('AllOf'), Type.Literal('AnyOf')]),
+  }),
+  Kind('MFA', 'postureCheckFailureMfa', {
+    actualValue: MfaValuesSchema,
+    expectedValue: MfaValuesSchema,
+    criteria: Type.Object(
+      {
+        passedMfaAt: Type.Optional(Type.String({ format: 'date-time', description: 'absent while MFA has not passed' })),
+        wokenAt: Type.Optional(Type.String({ format: 'date-time', description: 'absent while the device has not reported waking' })),
+        unlockedAt: Type.Optional(Type.String({ format: 'date-time', description: 'absent while the device has not reported an unlock' })),
+        timeoutSeconds: Type.Integer({ description: '-1: a passed MFA counts forever' }),
+        timeoutRemainingSeconds: Type.Integer({ description: '-1: no timeout' }),
+      },
+      { title: 'postureChecksFailureMfaCriteria' },
+    ),
+  }),
+  // a check without values (see RecordedCheckFailure); last, so any of the above is preferred
+  Type.Object({ ...FailureBase, postureCheckType: Type.String() }, { title: 'postureCheckFailure' }),
+]);
+
 export const PostureFailureSchema = Type.Object({
   apiSessionId: Type.String(),
   serviceId: Type.String(),
@@ -486,7 +559,7 @@ export const PostureFailureSchema = Type.Object({
     Type.Object({
       policyId: Type.String(),
       policyName: Type.String(),
-      checks: Type.Array(Type.Object({ postureCheckId: Type.String(), postureCheckName: Type.String(), postureCheckType: Type.String() })),
+      checks: Type.Array(CheckFailureSchema),
     }),
   ),
 });

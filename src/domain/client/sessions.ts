@@ -26,7 +26,7 @@ import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
 import type { Kernel } from '../../kernel/kernel.js';
-import { evaluatePolicy, type CheckResult, type PostureCheck } from '../../policy/posture.js';
+import { checkFailureValues, evaluatePolicy, type CheckResult, type PostureCheck, type PostureFacts } from '../../policy/posture.js';
 import type { AccessViews } from './access-views.js';
 import type { Caller } from './caller.js';
 import type { StoredPostureCheck, PostureCheckCatalog } from './catalogs.js';
@@ -227,7 +227,7 @@ export class Sessions implements Cache {
       const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
       return { policyId: g.policyId, checks, ...evaluatePolicy(checks, facts) };
     });
-    if (!evaluated.some((e) => e.isPassing)) await this.refuse(caller, serviceId, type, evaluated, now);
+    if (!evaluated.some((e) => e.isPassing)) await this.refuse(caller, serviceId, type, evaluated, facts);
 
     if ((await this.edgeRoutersOf(caller.identityId, serviceId)).length === 0) {
       throw new ApiError('NO_EDGE_ROUTERS_AVAILABLE', `no edge router lets the caller reach the service ${serviceId}`);
@@ -236,13 +236,16 @@ export class Sessions implements Cache {
     return { session, token: await this.tokenOf(session, issuer) };
   }
 
-  /** Records the refusal and throws 409 INVALID_POSTURE with every check of every granting policy. */
+  /**
+   * Records the refusal, each failing check with what it saw, and throws 409 INVALID_POSTURE with every
+   * check of every granting policy.
+   */
   private async refuse(
     caller: Caller,
     serviceId: string,
     type: SessionType,
     evaluated: { policyId: string; checks: PostureCheck[]; results: CheckResult[] }[],
-    now: number,
+    facts: PostureFacts,
   ): Promise<never> {
     const db = this.d.store.db;
     const policyNames = new Map(
@@ -256,13 +259,14 @@ export class Sessions implements Cache {
       serviceId,
       serviceName: await this.serviceName(serviceId),
       sessionType: type,
-      when: iso(now),
+      when: iso(facts.now),
       policyFailures: evaluated.map((e) => ({
         policyId: e.policyId,
         policyName: policyNames.get(e.policyId) ?? '',
         checks: e.checks
           .filter((_c, i) => !e.results[i]!.isPassing)
-          .map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: String(c.typeId) })),
+          // what each failing check saw, as the facts it was evaluated with
+          .map((c) => ({ postureCheckId: c.id, postureCheckName: c.name, postureCheckType: String(c.typeId), ...checkFailureValues(c, facts) })),
       })),
     };
     await this.d.posture.recordFailure(caller.identityId, failure);
