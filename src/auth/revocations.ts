@@ -99,6 +99,7 @@ export class Revocations implements Cache {
   stop(): void {
     this.caches?.unregister(this);
     this.caches = undefined;
+    // Stryker: clearInterval(undefined) does nothing, so the test only says what is meant.
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
   }
@@ -120,6 +121,8 @@ export class Revocations implements Cache {
     try {
       next = await this.load();
     } finally {
+      // Stryker: a set left behind is never read again (the next reset makes its own), so emptying
+      // this block changes no answer.
       this.touched = undefined;
     }
     for (const id of touched) {
@@ -169,6 +172,7 @@ export class Revocations implements Cache {
   async apply(change: Change): Promise<void> {
     if (change.collection !== 'revocations') return;
     this.touched?.add(change.id);
+    // Stryker: counting down gives distinct numbers too, which is all the comparison below needs.
     const n = ++this.changeCount;
     this.following.set(change.id, n);
     try {
@@ -177,6 +181,8 @@ export class Revocations implements Cache {
       this.forget(change.id);
       if (record) this.add(record);
     } finally {
+      // Stryker: only frees the entry; a later change of the id sets its own number, so keeping it
+      // (no block, no delete, or `false`) changes no answer.
       if (this.following.get(change.id) === n) this.following.delete(change.id);
     }
   }
