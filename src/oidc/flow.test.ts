@@ -94,7 +94,18 @@ describe('steps', () => {
     const refused = refusal(() => requests.factorFailed(r));
     expect([refused.code, refused.message]).toEqual(['COULD_NOT_VALIDATE', 'the authorization request is started; it cannot take this step']);
     expect(r.status).toBe('started');
-    expect(refusal(() => requests.satisfy(r, 'totp', 'totp')).message).toBe('the factor totp is not outstanding for this request');
+    const notOutstanding = refusal(() => requests.satisfy(r, 'totp', 'totp'));
+    expect([notOutstanding.code, notOutstanding.message]).toEqual(['COULD_NOT_VALIDATE', 'the factor totp is not outstanding for this request']);
+  });
+
+  it('nothing moves a complete request, not even a failed login', () => {
+    const requests = new AuthRequests(() => 0);
+    const r = requests.start(params, '10.0.0.1');
+    requests.primarySucceeded(r, outcome(rules(false)));
+    for (const step of [() => requests.primaryFailed(r), () => requests.factorFailed(r)]) {
+      expect(refusal(step).message).toBe('the authorization request is complete; it cannot take this step');
+    }
+    expect(r.status).toBe('complete');
   });
 
   it('a primary login records who, how and when, and what the policy still asks for', () => {
@@ -133,6 +144,16 @@ describe('secondary factors', () => {
 
   it('TOTP when the policy requires it; an external JWT when it names a signer', () => {
     expect(TOTP_FACTOR.required(ctx(rules(true)))).toBe(true);
+    expect(TOTP_FACTOR.query(ctx(rules(true)))).toEqual({
+      typeId: 'TOTP',
+      provider: 'overlay',
+      format: 'numeric',
+      httpMethod: 'POST',
+      httpUrl: './oidc/login/totp',
+      minLength: 6,
+      maxLength: 6,
+      isTotpEnrolled: false,
+    });
     expect(TOTP_FACTOR.required(ctx(rules(false)))).toBe(false);
     expect(EXT_JWT_FACTOR.required(ctx(rules(false, 'signer-1')))).toBe(true);
     expect(EXT_JWT_FACTOR.required(ctx(rules(false, '')))).toBe(false);
@@ -175,6 +196,15 @@ describe('what a request is charged for', () => {
     expect(requests.bytes).toBe(started + primary + cost('password', 'totp', 'host.v1'));
     requests.end(r);
     expect(requests.bytes).toBe(0);
+  });
+
+  it('a met factor is charged for the method it adds to amr (an external JWT names its signer)', () => {
+    const requests = new AuthRequests(() => 0);
+    const r = requests.start(params, '10.0.0.1');
+    requests.primarySucceeded(r, outcome(rules(false, 'signer-1')));
+    const before = requests.bytes;
+    requests.satisfy(r, 'ext-jwt', 'ejs:signer-1');
+    expect(requests.bytes - before).toBe(cost('ejs:signer-1') - cost('ext-jwt'));
   });
 
   it('without state and nonce, those are not charged', () => {
