@@ -326,6 +326,10 @@ describe('what is remembered', () => {
     await s.verifier.verify(t);
     await s.verifier.verify(t);
     expect(s.loads).toEqual(['as-1']);
+    // Evicted from memory, it is read again, not taken for deleted.
+    s.inMemory.clear();
+    expect((await s.verifier.verify(t)).session.id).toBe('as-1');
+    expect(s.loads).toEqual(['as-1', 'as-1']);
   });
 
   it('an API session the store does not have is not asked for again; nor one told deleted', async () => {
