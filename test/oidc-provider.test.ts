@@ -3,7 +3,9 @@
 // description (so the test shows which check refused it); codes expire, are swept and bounded; a
 // code exchanged twice at once opens nothing; the issuers follow the configured bind points.
 import { createHash, generateKeyPairSync } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OAuthError } from '../src/oidc/errors.js';
 import type { AuthRequest } from '../src/oidc/flow.js';
 import { OidcProvider, type TokenAnswer } from '../src/oidc/provider.js';
@@ -190,8 +192,19 @@ describe('the code exchange', () => {
     await expectRefused(() => exchange(code, `${'v'.repeat(43)}+`), 'invalid_grant', 'the code verifier is malformed');
     await expectRefused(() => exchange(code, 'v'.repeat(128)), 'invalid_grant', 'the code verifier does not match the code challenge');
     await expectRefused(() => exchange(code, verifier, { redirect_uri: `${REDIRECT_URI}/other` }), 'invalid_grant', 'redirect_uri does not match the authorization request');
-    expect((await exchange(code, verifier)).token_type).toBe('Bearer');
+    const tokens = await exchange(code, verifier);
+    expect((await p.bearer.verify(tokens.access_token)).identity.id).toBe(u.id);
     await expectRefused(() => exchange(code, verifier), 'invalid_grant', 'the authorization code has already been used');
+    // The reuse ended what the first exchange opened.
+    await expect(p.bearer.verify(tokens.access_token)).rejects.toThrow('the API session of the token has ended');
+  });
+
+  it('the ID token carries the nonce of the authorization request, and none when none was asked', async () => {
+    const u = await user();
+    const asked = await codeFor(u, { nonce: 'nonce-42' });
+    expect(decodeJwt((await exchange(asked.code, asked.verifier)).id_token).payload.nonce).toBe('nonce-42');
+    const none = await codeFor(u);
+    expect('nonce' in decodeJwt((await exchange(none.code, none.verifier)).id_token).payload).toBe(false);
   });
 
   it('takes verifiers of 43 to 128 characters of the unreserved set', async () => {
@@ -239,6 +252,8 @@ describe('the code exchange', () => {
     const types = JSON.parse((await call(t, 'GET', `${MGMT}/config-types?limit=500`, { token: await asAdmin(t) })).body).data as { id: string; name: string }[];
     expect(types.length).toBeGreaterThan(1);
     const u = await user();
+    const none = await codeFor(u);
+    expect(decodeJwt((await exchange(none.code, none.verifier)).access_token).payload.ov_ct).toEqual([]);
     const all = await codeFor(u, { configTypes: 'all' });
     expect(new Set(decodeJwt((await exchange(all.code, all.verifier)).access_token).payload.ov_ct)).toEqual(new Set(types.map((ct) => ct.id)));
     const some = await codeFor(u, { configTypes: `${types[0]!.name},${types[1]!.id},no-such-type` });
@@ -292,17 +307,38 @@ describe('refresh', () => {
     await expectRefused(() => refresh(tokens.refresh_token!, 'openid profile'), 'invalid_scope', 'scope asks for more than the grant holds');
     const narrowed = await refresh(tokens.refresh_token!, 'openid');
     expect([narrowed.scope, decodeJwt(narrowed.access_token).payload.scope]).toEqual(['openid', 'openid']);
-    const kept = await refresh(narrowed.refresh_token!);
+    const kept = await refresh(narrowed.refresh_token!, ' openid  offline_access ');
     expect(kept.scope).toBe('openid offline_access');
     expect((await call(t, 'POST', `${MGMT}/identities/${u.id}/disable`, { token: await asAdmin(t), body: { durationMinutes: 0 } })).statusCode).toBe(200);
     await expectRefused(() => refresh(kept.refresh_token!), 'invalid_grant', 'the identity is disabled or no longer exists');
   });
 
-  it('an expired refresh token, and a rotated one presented again, say so', async () => {
+  it('a refresh keeps the API session alive: it is touched, and held while the grant lives', async () => {
+    const u = await user();
+    const tokens = await tokensOf(u);
+    const asid = decodeJwt(tokens.access_token).payload.ov_asid as string;
+    const sessions = t.app.core.sessions;
+    t.clock.advance(60_000);
+    sessions.release(asid);
+    await refresh(tokens.refresh_token!);
+    const session = (await sessions.load(asid))!;
+    expect(session.lastActivityAt).toBe(t.clock());
+    const grant = (await p.grants.live()).get(asid)!;
+    expect(sessions.expiresAt(session)).toBe(grant);
+  });
+
+  it('an expired refresh token, and a rotated one presented again, say so; the reuse is logged', async () => {
     const u = await user();
     const tokens = await tokensOf(u);
     const next = await refresh(tokens.refresh_token!);
-    await expectRefused(() => refresh(tokens.refresh_token!), 'invalid_grant', 'the refresh token has already been used; the grant is revoked');
+    const warn = vi.spyOn(t.app.core.log, 'warn');
+    try {
+      await expectRefused(() => refresh(tokens.refresh_token!), 'invalid_grant', 'the refresh token has already been used; the grant is revoked');
+      const asid = decodeJwt(next.access_token).payload.ov_asid as string;
+      expect(warn).toHaveBeenCalledWith({ grantId: expect.any(String), apiSessionId: asid }, 'refresh token reused; grant revoked');
+    } finally {
+      warn.mockRestore();
+    }
     await expectRefused(() => refresh(next.refresh_token!), 'invalid_grant', 'the refresh token is invalid');
     const later = await tokensOf(u);
     t.clock.advance(24 * 3_600_000);
@@ -328,6 +364,9 @@ describe('id_token_hint', () => {
     await expectRefused(() => p.sessionOfIdToken(hint(claims(), encodeHeader({ alg: 'RS256', kid: p.keys.current.kid, typ: 'JWT' }), rsa, 'RS256')), 'invalid_request', notOurs);
     const forger = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
     await expectRefused(() => p.sessionOfIdToken(hint(claims(), undefined, forger)), 'invalid_request', notOurs);
+    // Signed by the provider's own EC key, but naming RS256: the algorithm is the key's, not the token's choice.
+    const confused = hint(claims(), encodeHeader({ alg: 'RS256', kid: p.keys.current.kid, typ: 'JWT' }), p.keys.current.privateKey, 'RS256');
+    await expectRefused(() => p.sessionOfIdToken(confused), 'invalid_request', notOurs);
   });
 
   it('refuses another issuer, another audience, an access token, and one without sid or sub', async () => {
@@ -349,7 +388,13 @@ describe('userinfo and end_session', () => {
     const withId = await user({ externalId: 'ext-17' });
     expect(await p.userinfo((await exchangeFor(withId)).access_token)).toEqual({ sub: withId.id, name: withId.username, ov_ia: false, ov_eid: 'ext-17' });
     const without = await user();
-    expect(await p.userinfo((await exchangeFor(without)).access_token)).toEqual({ sub: without.id, name: without.username, ov_ia: false });
+    expect(Object.entries(await p.userinfo((await exchangeFor(without)).access_token))).toEqual([
+      ['sub', without.id],
+      ['name', without.username],
+      ['ov_ia', false],
+    ]);
+    const empty = await user({ externalId: '' });
+    expect(Object.keys(await p.userinfo((await exchangeFor(empty)).access_token))).toEqual(['sub', 'name', 'ov_ia']);
   });
 
   it('ends only an API session of the identity named', async () => {
@@ -368,11 +413,65 @@ describe('userinfo and end_session', () => {
 });
 
 describe('the sweep', () => {
-  it('drops expired authorization requests', async () => {
+  it('drops expired authorization requests and codes, and lets the sessions of ended grants expire', async () => {
+    const u = await user();
+    const { verifier, code } = await codeFor(u);
+    const asid = decodeJwt((await exchange(code, verifier)).access_token).payload.ov_asid as string;
     p.authorize(query(), redirects, '10.30.9.1');
-    t.clock.advance(10 * 60_000);
+    p.complete(completed(), issuer);
+    const sessions = t.app.core.sessions;
+    const grantEnd = (await p.grants.live()).get(asid)!;
+    expect(sessions.expiresAt((await sessions.load(asid))!)).toBe(grantEnd);
+    t.clock.set(grantEnd);
     await p.sweep();
     expect(p.requests.heldBy('10.30.9.1')).toBe(0);
+    expect(codes().size).toBe(0);
+    // Released: the session now ends with its idle timeout, long past.
+    expect(sessions.expiresAt((await sessions.load(asid))!)).toBeLessThan(grantEnd);
+  });
+
+  it('runs every minute once started, logs a failure, and stops', async () => {
+    const dir = tempDir();
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const provider = await OidcProvider.open({ ...t.app.core, config: { ...t.config, dataDir: dir.path } } as never);
+      const failure = new Error('store gone');
+      const sweep = vi.spyOn(provider.grants, 'sweep').mockRejectedValue(failure);
+      const warn = vi.spyOn(t.app.core.log, 'warn');
+      await provider.start();
+      await vi.advanceTimersByTimeAsync(59_999);
+      expect(sweep).not.toHaveBeenCalled();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(sweep).toHaveBeenCalledTimes(1);
+      expect(warn).toHaveBeenCalledWith({ err: failure }, 'OIDC sweep failed');
+      provider.stop();
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(sweep).toHaveBeenCalledTimes(1);
+      warn.mockRestore();
+    } finally {
+      vi.useRealTimers();
+      dir.remove();
+    }
+  });
+
+  it('when started, holds the API sessions of the live grants', async () => {
+    const u = await user();
+    const { verifier, code } = await codeFor(u);
+    const asid = decodeJwt((await exchange(code, verifier)).access_token).payload.ov_asid as string;
+    const sessions = t.app.core.sessions;
+    const grantEnd = (await p.grants.live()).get(asid)!;
+    // As after a restart: nothing is held.
+    sessions.release(asid);
+    expect(sessions.expiresAt((await sessions.load(asid))!)).toBeLessThan(grantEnd);
+    const dir = tempDir();
+    try {
+      const provider = await OidcProvider.open({ ...t.app.core, config: { ...t.config, dataDir: dir.path } } as never);
+      await provider.start();
+      provider.stop();
+      expect(sessions.expiresAt((await sessions.load(asid))!)).toBe(grantEnd);
+    } finally {
+      dir.remove();
+    }
   });
 });
 
@@ -385,6 +484,9 @@ describe('issuers from the configuration', () => {
         { ...t.config.web[0]!, bindPoints: [{ interface: '[::]:2443', address: '[2001:db8::7]:2280' }] },
       ];
       const provider = await OidcProvider.open({ ...t.app.core, config: { ...t.config, dataDir: dir.path, web } } as never);
+      // Its signing key is made under <dataDir>/oidc, at the time of the injected clock.
+      expect(existsSync(join(dir.path, 'oidc', 'signing-keys.json'))).toBe(true);
+      expect(provider.keys.current.createdAt).toBe(t.clock());
       for (const iss of ['https://ctrl.example.com:1280/oidc', 'https://ctrl.example.com:1443/oidc', 'https://[2001:db8::7]:2280/oidc', 'https://[2001:db8::7]:2443/oidc']) {
         expect(provider.issuers.accepts(iss), iss).toBe(true);
       }

@@ -191,6 +191,10 @@ describe('what makes a token one of ours', () => {
       s.verifier.verify(signCompact('RS256', rsa, otherAlg, claims())),
       'the token is not signed by a key of this controller',
     );
+    // Signed by the controller's own EC key but naming RS256 (a DER signature that key verifies):
+    // the algorithm is the key's, not the token's choice.
+    const confused = signCompact('RS256', keys.current.privateKey, otherAlg, claims());
+    await expectRefused(s.verifier.verify(confused), 'the token is not signed by a key of this controller');
   });
 
   it('a signature by that very key: another key under its kid is refused', async () => {
