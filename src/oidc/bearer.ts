@@ -134,6 +134,7 @@ export class BearerVerifier implements Cache {
       throw new BearerError('invalid', 'the token audience is not this controller');
     }
     for (const name of ['exp', 'iat', 'nbf'] as const) {
+      // Stryker: Number.isFinite is false for anything but a finite number; the typeof test narrows the type.
       if (typeof c[name] !== 'number' || !Number.isFinite(c[name])) throw new BearerError('invalid', `the token has no valid ${name}`);
     }
     for (const name of ['sub', 'jti', 'ov_asid'] as const) {
