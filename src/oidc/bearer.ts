@@ -59,6 +59,7 @@ export class BearerVerifier implements Cache {
 
   /** An API session was deleted: its tokens fail from the next request on. */
   sessionDeleted(id: string): void {
+    // Stryker: only `has` is asked of this map, so the value stored is never read.
     this.deadSessions.set(id, true);
   }
 
@@ -126,11 +127,14 @@ export class BearerVerifier implements Cache {
     const c = parsed.payload;
     if (c.ov_t !== 'a') throw new BearerError('invalid', 'the token is not an access token');
     if (!this.issuers.accepts(c.iss)) throw new BearerError('invalid', 'the token issuer is not this controller');
+    // Stryker: one value cannot be both the client and an origin, so a single audience is refused with
+    // `[]` as well.
     const aud = Array.isArray(c.aud) ? c.aud : [c.aud];
     if (!aud.includes(CLIENT_ID) || !aud.includes(Issuers.audience(c.iss as string))) {
       throw new BearerError('invalid', 'the token audience is not this controller');
     }
     for (const name of ['exp', 'iat', 'nbf'] as const) {
+      // Stryker: Number.isFinite is false for anything but a finite number; the typeof test narrows the type.
       if (typeof c[name] !== 'number' || !Number.isFinite(c[name])) throw new BearerError('invalid', `the token has no valid ${name}`);
     }
     for (const name of ['sub', 'jti', 'ov_asid'] as const) {

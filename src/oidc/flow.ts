@@ -103,6 +103,7 @@ export const EXT_JWT_FACTOR: SecondaryFactor = {
     provider: 'overlay',
     httpMethod: 'POST',
     httpUrl: './oidc/login/ext-jwt',
+    // Stryker: asked for only when required, that is with a signer named; the default is for the type checker.
     id: rules.secondary.requireExtJwtSigner ?? '',
   }),
 };
@@ -219,6 +220,7 @@ export class AuthRequests {
     try {
       this.pending.add(request.id, address, request, sizeOf(request), request.expiresAt);
     } catch (err) {
+      // Stryker: the store throws nothing else; a guard only.
       if (!(err instanceof PendingRefused)) throw err;
       const description =
         err.reason === 'address'
@@ -231,6 +233,7 @@ export class AuthRequests {
 
   /** The live request with this id; 404 when unknown or expired. */
   get(id: unknown): AuthRequest {
+    // Stryker: a key of another type would find nothing among the string ids either; the test keeps it clear.
     const request = typeof id === 'string' ? this.pending.get(id) : undefined;
     if (!request) throw new ApiError('NOT_FOUND', 'the authorization request is unknown or has expired');
     return request;
@@ -258,6 +261,7 @@ export class AuthRequests {
   }
 
   primaryFailed(request: AuthRequest): void {
+    // Stryker: no failure row depends on what is outstanding (TRANSITIONS), so the flag passed is not looked at.
     request.status = this.move(request, 'primary-failed', request.outstanding.length > 0);
   }
 
@@ -275,6 +279,7 @@ export class AuthRequests {
   }
 
   factorFailed(request: AuthRequest): void {
+    // Stryker: as in primaryFailed, the flag is not looked at.
     request.status = this.move(request, 'factor-failed', request.outstanding.length > 0);
   }
 

@@ -44,6 +44,7 @@ describe('the bound per address', () => {
     s.add('a');
     const refused = refusal(() => s.add('a'));
     expect(refused.reason).toBe('address');
+    expect([refused.name, refused.message]).toEqual(['PendingRefused', 'too many pending requests from this address']);
     // The oldest was added 10 s ago with a 60 s lifetime.
     expect(refused.retryAfterSeconds).toBe(50);
     expect(s.pending.heldBy('a')).toBe(3);
@@ -115,6 +116,7 @@ describe('the total count', () => {
     s2.advance(5_000);
     const tie = refusal(() => s2.add('a'));
     expect(tie.reason).toBe('total');
+    expect(tie.message).toBe('too many pending requests');
     expect(tie.retryAfterSeconds).toBe(55);
     expect(s2.pending.size).toBe(6);
     expect(s2.pending.heldBy('b')).toBe(3);
@@ -267,6 +269,7 @@ describe('the address a request is charged to', () => {
     ['192.0.2.7', '192.0.2.7'],
     ['::ffff:192.0.2.7', '192.0.2.7'],
     ['::FFFF:192.0.2.7', '192.0.2.7'],
+    ['::ffff:198.51.100.23', '198.51.100.23'],
     ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
     ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
     ['2001:0db8:0001:0002:ffff::1', '2001:db8:1:2::/64'],
@@ -274,11 +277,23 @@ describe('the address a request is charged to', () => {
     ['::1', '0:0:0:0::/64'],
     ['fe80::1%eth0', 'fe80:0:0:0::/64'],
     ['64:ff9b:1::192.0.2.7', '64:ff9b:1:0::/64'],
+    ['::2:3:4:5:6:192.0.2.7', '0:2:3:4::/64'],
+    ['2001:db8::1:2:3:4:5', '2001:db8:0:1::/64'],
     ['::ffff:999.0.0.1', '::ffff:999.0.0.1'],
     ['unix-socket', 'unix-socket'],
     ['x'.repeat(100), 'x'.repeat(64)],
   ])('%s → %s', (ip, key) => {
     expect(addressKey(ip)).toBe(key);
+  });
+
+  it('IPv4 clients of a dual-stack listener (IPv4-mapped) are told apart, as are /64s that differ after a "::"', () => {
+    expect(addressKey('::ffff:198.51.100.23')).not.toBe(addressKey('::ffff:198.51.100.24'));
+    expect(addressKey('2001:db8::1:2:3:4:5')).not.toBe(addressKey('2001:db8::2:2:3:4:5'));
+  });
+
+  it('an IPv6 address merely ending like an IPv4-mapped one, or junk after one, is not charged to that IPv4 address', () => {
+    expect(addressKey('2001:db8::ffff:192.0.2.7')).toBe('2001:db8:0:0::/64');
+    expect(addressKey('::ffff:192.0.2.7x')).toBe('::ffff:192.0.2.7x');
   });
 });
 

@@ -90,6 +90,7 @@ export class PendingStore<T> {
     const entry: Entry<T> = { id, value, address, bytes, expiresAt };
     this.entries.set(id, entry);
     const mine = own ?? new Map<string, Entry<T>>();
+    // Stryker: when `own` exists it is `mine`, and setting it again changes nothing.
     if (!own) this.byAddress.set(address, mine);
     mine.set(id, entry);
     this.heldBytes += bytes;
@@ -171,6 +172,9 @@ export class PendingStore<T> {
   }
 
   private moveHolder(address: string, from: number, to: number): void {
+    // Stryker: holders[0] is never read (`most` is above 0 whenever it is used), so touching it for
+    // n = 0 changes nothing; neither does setting `most` to its own value, nor letting it fall to -1
+    // on an empty store (nothing held is below either, and the next add sets it).
     if (from > 0) this.holders[from]!.delete(address);
     if (to > 0) this.holders[to]!.add(address);
     if (to > this.most) this.most = to;
@@ -193,6 +197,7 @@ export class PendingStore<T> {
 export function addressKey(ip: string): string {
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
   if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
+  // Stryker: an IPv4 address is not IPv6 either, so the last line would answer it unchanged too.
   if (isIPv4(ip)) return ip;
   const bare = ip.split('%')[0]!;
   if (!isIPv6(bare)) return ip.slice(0, 64);
@@ -209,6 +214,7 @@ function ipv6Groups(address: string): string[] {
           const [a, b, c, d] = g.split('.').map(Number) as [number, number, number, number];
           return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
         });
+  // Stryker: split always gives a first element; the default is for the type checker.
   const [head = '', tail] = address.split('::');
   const first = part(head);
   const last = tail === undefined ? [] : part(tail);
