@@ -156,7 +156,7 @@ describe('reset', () => {
     const gate = deferred<void>();
     const reading = deferred<void>();
     const load = privateLoad(view);
-    vi.spyOn(view as never, 'load').mockImplementationOnce((async () => {
+    vi.spyOn(view as unknown as { load(): Promise<unknown> }, 'load').mockImplementationOnce((async () => {
       const read = await load();
       reading.resolve();
       await gate.promise;
@@ -175,7 +175,7 @@ describe('reset', () => {
   it('a failed read of the store keeps what is held', async () => {
     await revoke('kept', 'JTI', T0 + HOUR);
     await view.start({ kernel, caches });
-    vi.spyOn(view as never, 'load').mockRejectedValueOnce(new Error('store unavailable') as never);
+    vi.spyOn(view as unknown as { load(): Promise<unknown> }, 'load').mockRejectedValueOnce(new Error('store unavailable') as never);
     await expect(view.reset()).rejects.toThrow('store unavailable');
     expect(view.isRevoked('JTI', 'kept')).toBe(true);
     await view.reset();
