@@ -1,6 +1,7 @@
 // The primary credential checks called directly (no HTTP): each refusal and what it says, the
-// certificate validity bounds to the millisecond, which keys the failed-login throttle counts, the
-// current-password check, the upgrade of weak password hashes and the lockout warning.
+// certificate validity bounds to the millisecond, which keys the failed-login throttle counts (and
+// which errors it does not), the current-password check, what a login writes to the identity, the
+// upgrade of weak password hashes (and only of those) and the lockout warning.
 import { X509Certificate } from 'node:crypto';
 import { hash } from '@node-rs/argon2';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -187,13 +188,20 @@ describe('the failed-login throttle', () => {
 
   it('gives the place back when a check fails for another reason than the credentials', async () => {
     await createIdentityWithPassword(t, admin, { name: 'store-trouble', username: 'store-trouble', password: 'store-trouble-1' });
-    const ipAddress = freshAddress();
-    const req: PrimaryCredentials = { method: 'password', username: 'store-trouble', password: 'store-trouble-1', ipAddress };
-    const trouble = new Error('store unavailable');
-    const get = vi.spyOn(core.identities, 'get').mockRejectedValue(trouble);
-    for (let i = 0; i < 25; i++) await expect(authenticatePrimary(core, req)).rejects.toBe(trouble);
-    get.mockRestore();
-    expect((await authenticatePrimary(core, req)).authenticator.username).toBe('store-trouble');
+    // Only the check's own refusal counts: not another API error, nor an error that merely has its code.
+    for (const trouble of [
+      new Error('store unavailable'),
+      new ApiError('NOT_FOUND', 'identity cache unavailable'),
+      Object.assign(new Error('driver trouble'), { code: 'INVALID_AUTH' }),
+    ]) {
+      const ipAddress = freshAddress();
+      const req: PrimaryCredentials = { method: 'password', username: 'store-trouble', password: 'store-trouble-1', ipAddress };
+      const get = vi.spyOn(core.identities, 'get').mockRejectedValue(trouble);
+      // One more than the budget of 20 failures: had they counted, the next check would be refused.
+      for (let i = 0; i < 21; i++) await expect(authenticatePrimary(core, req)).rejects.toBe(trouble);
+      get.mockRestore();
+      expect((await authenticatePrimary(core, req)).authenticator.username).toBe('store-trouble');
+    }
   });
 });
 
@@ -219,7 +227,59 @@ describe('the current password, before an identity changes its own', () => {
   });
 });
 
+describe('password logins', () => {
+  it('without a username or a password are refused like wrong ones', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'half-given', username: 'half-given', password: 'half-given-1' });
+    for (const req of [{ password: 'half-given-1' }, { username: 'half-given' }, {}]) {
+      const err = await refusal(authenticatePrimary(core, { method: 'password', ipAddress: freshAddress(), ...req }));
+      expect([err.code, err.message]).toEqual(['INVALID_AUTH', 'the credentials are not valid']);
+    }
+  });
+
+  it('an identity deleted while its password is checked is refused like unknown credentials', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'vanishing', username: 'vanishing', password: 'vanishing-1' });
+    vi.spyOn(core.kernel.repo('identities'), 'get').mockResolvedValueOnce(undefined);
+    const err = await refusal(authenticatePrimary(core, { method: 'password', username: 'vanishing', password: 'vanishing-1', ipAddress: freshAddress() }));
+    expect([err.code, err.message]).toEqual(['INVALID_AUTH', 'the credentials are not valid']);
+  });
+});
+
+describe('what a login writes to the identity', () => {
+  async function stored(id: string) {
+    const e = (await core.kernel.repo('identities').get(core.store.db, id))!;
+    return { envInfo: e.envInfo, sdkInfo: e.sdkInfo, updatedAt: e.updatedAt };
+  }
+  const open = (username: string, extra: { envInfo?: Record<string, string>; sdkInfo?: Record<string, string> }) =>
+    login(core, { method: 'password', username, password: `${username}-1`, ipAddress: freshAddress(), configTypes: [], ...extra });
+
+  it('envInfo alone, or sdkInfo alone, is stored with the time of the login', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'env-only', username: 'env-only', password: 'env-only-1' });
+    const before = await stored(id);
+    t.clock.advance(1_000);
+    await open('env-only', { envInfo: { os: 'linux' } });
+    expect(await stored(id)).toEqual({ envInfo: { os: 'linux' }, sdkInfo: before.sdkInfo, updatedAt: new Date(t.clock()).toISOString() });
+    t.clock.advance(1_000);
+    await open('env-only', { sdkInfo: { version: '1.2.3' } });
+    expect(await stored(id)).toEqual({ envInfo: { os: 'linux' }, sdkInfo: { version: '1.2.3' }, updatedAt: new Date(t.clock()).toISOString() });
+  });
+
+  it('nothing, when the login brings neither', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'no-info', username: 'no-info', password: 'no-info-1' });
+    const before = await stored(id);
+    t.clock.advance(1_000);
+    await open('no-info', {});
+    expect(await stored(id)).toEqual(before);
+  });
+});
+
 describe('password hashes', () => {
+  it("a hash made with today's parameters is kept at login", async () => {
+    const { authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'strong-hash', username: 'strong-hash', password: 'strong-hash-1' });
+    const before = (await authenticator(authenticatorId)).passwordHash;
+    await authenticatePrimary(core, { method: 'password', username: 'strong-hash', password: 'strong-hash-1', ipAddress: freshAddress() });
+    expect((await authenticator(authenticatorId)).passwordHash).toBe(before);
+  });
+
   it('a hash made with weaker parameters is replaced at the next login, and still verifies', async () => {
     const { authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'weak-hash', username: 'weak-hash', password: 'weak-hash-1' });
     const weak = await hash('weak-hash-1', { algorithm: 2, memoryCost: 8192, timeCost: 1, parallelism: 1 });

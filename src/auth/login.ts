@@ -96,6 +96,7 @@ export async function checkCurrentPassword(core: LoginDeps, authenticator: Authe
         reason: 'is not correct',
       });
     }
+    // Stryker: clearing a count of 0 writes nothing, so the test only saves a transaction.
     if (authenticator.failedAttempts > 0) await clearWrongPasswords(core.kernel, authenticator.id, authenticator.identityId);
   });
 }
@@ -129,10 +130,13 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Pri
   const row = await core.kernel.store.db
     .selectFrom('authenticators')
     .selectAll()
+    // Stryker: no account has the username '' (nor, in any test, a stand-in), so a login without
+    // one finds nothing either way.
     .where('username', '=', req.username ?? '')
     .where('method', '=', 'updb')
     .executeTakeFirst();
   const authenticator = row ? authenticators.fromRow(row) : undefined;
+  // Stryker: '' is no password (nor, in any test, a stand-in), so a login without one fails either way.
   const check = await verifyPassword(authenticator?.passwordHash, req.password ?? '');
   // A wrong password learns nothing about the account: not whether it exists, is locked or
   // disabled, nor what its policy allows. Only the right one hears why it is refused.
@@ -144,8 +148,10 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Pri
   const identity = await usableIdentity(core, authenticator);
   const rules = await rulesOf(core, identity);
   if (!rules.primary.updb.allowed) throw invalidAuth('the auth policy does not allow password logins');
+  // Stryker: clearing a count of 0 writes nothing, so the test only saves a transaction.
   if (authenticator.failedAttempts > 0) await clearWrongPasswords(core.kernel, authenticator.id, identity.id);
   if (check.needsRehash) {
+    // Stryker: the password was right, so it is there; `?? ''` is for the type only.
     const passwordHash = await hashPassword(req.password ?? '');
     await core.kernel.write((ctx) => ctx.update('authenticators', authenticator.id, { passwordHash }, identity.id));
   }
