@@ -170,6 +170,9 @@ describe('reset', () => {
     await resetting;
     expect(view.isRevoked('JTI', 'written-meanwhile')).toBe(true);
     expect(view.isRevoked('IDENTITY', 'deleted-meanwhile', 0)).toBe(false);
+    // Each held once, under its own kind; nothing left behind under the others.
+    expect(view.size).toBe(1);
+    expect(view.prune()).toBe(0);
   });
 
   it('a failed read of the store keeps what is held', async () => {
