@@ -59,7 +59,7 @@ async function answersAreCurrent(): Promise<void> {
   for (const [name, token] of Object.entries(tokens)) {
     const got = ok(await client(t, 'GET', '/services?limit=500&configTypes=all', token));
     const s = ok(await client(t, 'GET', '/current-api-session', token));
-    const caller = { identityId: s.identityId, identityName: name, apiSessionId: s.id, configTypes: s.configTypes, isMfaComplete: false, sessionCreatedAt: 0 };
+    const caller = { identityId: s.identityId, identityName: name, apiSessionId: s.id, configTypes: s.configTypes, isMfaComplete: false, mfaPassedAt: null, sessionCreatedAt: 0 };
     const expected = await fresh.services.list(caller, { sort: [], offset: 0, limit: 500 }, 'all');
     expect(got, name).toEqual(JSON.parse(JSON.stringify(expected.items)));
   }

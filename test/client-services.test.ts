@@ -221,6 +221,7 @@ describe('views kept in memory or read per request', () => {
         apiSessionId: ok(await client(t, 'GET', '/current-api-session', tokens[name])).id,
         configTypes: ['intercept.v1'],
         isMfaComplete: false,
+        mfaPassedAt: null,
         sessionCreatedAt: 0,
       };
       const queries = [

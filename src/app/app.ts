@@ -31,6 +31,8 @@ import { AnswerCache } from '../http/client/answer-cache.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
 import { secureDataDirectory } from './data-dir.js';
+import { Mfa } from '../auth/mfa.js';
+import { SecretBox } from '../auth/secret-box.js';
 import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
 
 export interface AppOptions {
@@ -143,6 +145,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admin: config.admin,
       announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
     });
+    const mfa = new Mfa({ kernel, clock, box: await SecretBox.open(config.dataDir), issuer: config.edge.totp.issuer });
     const revocations = new Revocations(clock);
     await revocations.start({ kernel, caches });
     const oidc = await OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations });
@@ -169,6 +172,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       identities,
       identityAnswers: caches.register(new IdentityAnswers(resources)),
       loginThrottle: new FailureThrottle(clock),
+      mfa,
       revocations,
       oidc,
       oidcSettings,

@@ -14,6 +14,7 @@ import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { FailureThrottle } from '../auth/throttle.js';
 import type { IdentityAnswers } from '../domain/identities.js';
 import type { Revocations } from '../auth/revocations.js';
+import type { Mfa } from '../auth/mfa.js';
 import type { OidcProvider } from '../oidc/provider.js';
 import type { OidcSettingsView } from '../oidc/settings.js';
 import type { ClientReadModel } from '../domain/client/read-model.js';
@@ -37,6 +38,8 @@ export interface Core {
   readonly identities: IdentityDirectory;
   readonly identityAnswers: IdentityAnswers;
   readonly loginThrottle: FailureThrottle;
+  /** TOTP enrollments and the checks of their codes. */
+  readonly mfa: Mfa;
   /** Revoked tokens, API sessions and identities, in memory. */
   readonly revocations: Revocations;
   /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */

@@ -28,6 +28,8 @@ export interface ApiSession {
   storedActivityAt: number;
   isMfaRequired: boolean;
   isMfaComplete: boolean;
+  /** When the secondary factor was last given (ms), or null: what MFA posture checks time out from. */
+  mfaPassedAt: number | null;
   isCertExtendable: boolean;
   improperClientCertChain: boolean;
   tags: Record<string, string | boolean | null>;
@@ -101,6 +103,7 @@ export class ApiSessions implements Cache {
       lastActivityAt: now,
       storedActivityAt: now,
       isMfaComplete: false,
+      mfaPassedAt: null,
       improperClientCertChain: false,
       tags: {},
     };
@@ -159,9 +162,14 @@ export class ApiSessions implements Cache {
     if (!known || known.at < session.lastActivityAt) this.activity.set(session.id, { at: session.lastActivityAt, identityId: session.identityId });
   }
 
+  /** The session's secondary factor was given now (again, when a posture check asks for it anew). */
   async setMfaComplete(session: ApiSession): Promise<void> {
+    const at = this.clock();
     session.isMfaComplete = true;
-    await this.kernel.write((ctx) => ctx.update('api-sessions', session.id, { isMfaComplete: true, updatedAt: ctx.now }, session.identityId));
+    session.mfaPassedAt = at;
+    await this.kernel.write((ctx) =>
+      ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId),
+    );
   }
 
   /** The session with this id from memory, else from the store; undefined when there is none. */
@@ -302,6 +310,7 @@ export class ApiSessions implements Cache {
       storedActivityAt: stored,
       isMfaRequired: e.isMfaRequired === true,
       isMfaComplete: e.isMfaComplete === true,
+      mfaPassedAt: e.mfaPassedAt ? Date.parse(e.mfaPassedAt) : null,
       isCertExtendable: e.isCertExtendable === true,
       improperClientCertChain: e.improperClientCertChain === true,
       tags: e.tags ?? {},

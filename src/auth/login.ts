@@ -16,6 +16,7 @@ import type { IdentityDirectory } from './identity-directory.js';
 import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lockout.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { FailureThrottle } from './throttle.js';
+import type { Mfa } from './mfa.js';
 
 /** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
 export interface LoginDeps {
@@ -25,6 +26,7 @@ export interface LoginDeps {
   identities: IdentityDirectory;
   sessions: ApiSessions;
   loginThrottle: FailureThrottle;
+  mfa: Pick<Mfa, 'isEnrolled'>;
 }
 
 export type LoginMethod = 'password' | 'cert' | 'ext-jwt';
@@ -218,7 +220,8 @@ async function openSession(core: LoginDeps, req: LoginRequest, { identity, authe
     authMethod: req.method,
     configTypes: req.configTypes,
     ipAddress: req.ipAddress,
-    isMfaRequired: rules.secondary.requireTotp,
+    // A confirmed TOTP enrollment asks for a code at every login, whatever the policy says.
+    isMfaRequired: rules.secondary.requireTotp || (await core.mfa.isEnrolled(identity.id)),
     isCertExtendable: req.method === 'cert' && authenticator.isIssuedByNetwork === true,
   });
   return { session, token, identity };

@@ -60,6 +60,8 @@ export function sessionAnswer(
   s: ApiSession,
   identityName: string,
   now: number,
+  /** The identity has a confirmed TOTP enrollment (what the MFA query tells the client). */
+  isTotpEnrolled: boolean,
 ): Record<string, unknown> {
   return {
     _links: { self: { href: `./api-sessions/${s.id}` }, sessions: { href: `./api-sessions/${s.id}/sessions` } },
@@ -79,7 +81,7 @@ export function sessionAnswer(
     isCertExtendRequested: false,
     isCertKeyRollRequested: false,
     improperClientCertChain: s.improperClientCertChain,
-    authQueries: authQueries(s, false),
+    authQueries: authQueries(s, isTotpEnrolled),
     ...expiry(sessions, s.lastActivityAt, now),
   };
 }
@@ -107,7 +109,11 @@ export const SessionAnswerSchema = Type.Object({
 });
 
 export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): ResourceBehaviour<typeof apiSessions> {
-  const fields = computed<typeof apiSessions>(ApiSessionExtra, async (_ex, entities, answers) => {
+  const fields = computed<typeof apiSessions>(ApiSessionExtra, async (ex, entities, answers) => {
+    const waiting = entities.filter((e) => e.isMfaRequired === true).map((e) => e.identityId);
+    const mfas = waiting.length === 0 ? [] : await ex.selectFrom('mfas').select(['identity_id', 'is_verified']).where('identity_id', 'in', waiting).execute();
+    // Booleans come back as the driver stores them (1 in SQLite).
+    const enrolled = new Set(mfas.filter((r) => r.is_verified === 1 || r.is_verified === true).map((r) => String(r.identity_id)));
     for (const [i, e] of entities.entries()) {
       const cached = sessions.cached(e.id);
       const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt));
@@ -115,7 +121,7 @@ export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): R
         ...expiry(sessions, last, now()),
         authQueries: authQueries(
           { isMfaRequired: e.isMfaRequired === true, isMfaComplete: cached?.isMfaComplete ?? e.isMfaComplete === true },
-          false,
+          enrolled.has(e.identityId),
         ),
         isCertExtendRequested: false,
         isCertKeyRollRequested: false,

@@ -84,6 +84,9 @@ const identityReadFields = computed<typeof identities>(
       .where('identity_id', 'in', ids)
       .groupBy('identity_id')
       .execute();
+    const mfas = await ex.selectFrom('mfas').select(['identity_id', 'is_verified']).where('identity_id', 'in', ids).execute();
+    // Booleans come back as the driver stores them (1 in SQLite).
+    const withMfa = new Set(mfas.filter((r) => r.is_verified === 1 || r.is_verified === true).map((r) => String(r.identity_id)));
     const typeIds = [...new Set(entities.map((e) => String(e.type)))];
     const types = await ex.selectFrom('identity_types').select(['id', 'name']).where('id', 'in', typeIds).execute();
     const typeNames = new Map(types.map((r) => [String(r.id), String(r.name)]));
@@ -105,7 +108,7 @@ const identityReadFields = computed<typeof identities>(
           ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
         },
         hasApiSession: withSession.has(e.id),
-        isMfaEnabled: false,
+        isMfaEnabled: withMfa.has(e.id),
         hasEdgeRouterConnection: false,
         edgeRouterConnectionStatus: 'offline',
       });
@@ -171,6 +174,21 @@ export async function enableIdentity(resources: Resources, id: string, actor?: A
   }, actor);
 }
 
+/**
+ * An admin removes an identity's TOTP enrollment, confirmed or not (a holder of the identity
+ * permission too, but not of an admin's). 404 for an unknown identity or one without MFA.
+ */
+export async function removeIdentityMfa(resources: Resources, id: string, actor?: Actor): Promise<void> {
+  await resources.write(async (ctx) => {
+    const identity = await ctx.tx.selectFrom('identities').select('id').where('id', '=', id).executeTakeFirst();
+    if (!identity) throw notFound('identity', id);
+    await assertMayManage(ctx, id);
+    const mfa = await ctx.tx.selectFrom('mfas').select('id').where('identity_id', '=', id).executeTakeFirst();
+    if (!mfa) throw new ApiError('NOT_FOUND', 'the identity has no MFA enrollment');
+    await ctx.remove('mfas', String(mfa.id), id);
+  }, actor);
+}
+
 /** Identity answers kept at most. */
 export const MAX_CACHED_IDENTITY_ANSWERS = 50_000;
 
@@ -187,7 +205,7 @@ export class IdentityAnswers implements Cache {
   onChange(c: Change): void {
     if (c.collection === 'auth-policies') this.cache.clear();
     else if (c.collection === 'identities') this.cache.delete(c.id);
-    else if (c.collection === 'authenticators' || c.collection === 'api-sessions') {
+    else if (c.collection === 'authenticators' || c.collection === 'api-sessions' || c.collection === 'mfas') {
       if (c.ownerId !== undefined) this.cache.delete(c.ownerId);
       else this.cache.clear();
     }

@@ -147,6 +147,7 @@ export function callerOf(request: FastifyRequest): Caller {
     apiSessionId: session.id,
     configTypes: session.configTypes,
     isMfaComplete: session.isMfaComplete,
+    mfaPassedAt: session.mfaPassedAt,
     sessionCreatedAt: session.createdAt,
   };
 }

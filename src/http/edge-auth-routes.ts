@@ -99,7 +99,7 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       reply.header('overlay-session', result.token).header('cache-control', 'no-store');
       expiryHeaders(core, reply, result.session);
       return envelope({
-        ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock()),
+        ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), result.session.isMfaRequired && (await core.mfa.isEnrolled(result.identity.id))),
         token: result.token,
       });
     },
@@ -113,7 +113,8 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       // The caller's own credential, shown back as authenticate showed it (never stored in clear).
       const token = presentedSessionToken(request);
       reply.header('cache-control', 'no-store');
-      return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock()), ...(token !== undefined && { token }) });
+      const isTotpEnrolled = session.isMfaRequired && !session.isMfaComplete && (await core.mfa.isEnrolled(identity.id));
+      return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock(), isTotpEnrolled), ...(token !== undefined && { token }) });
     },
   });
 

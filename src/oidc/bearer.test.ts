@@ -49,6 +49,7 @@ function session(id: string, identityId: string): ApiSession {
     storedActivityAt: T0,
     isMfaRequired: false,
     isMfaComplete: false,
+    mfaPassedAt: null,
     isCertExtendable: false,
     improperClientCertChain: false,
     tags: {},

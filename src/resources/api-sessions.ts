@@ -23,6 +23,7 @@ export const apiSessions = defineResource({
     lastActivityAt: field.datetime('last authenticated request', { readOnly: true, required: 'always' }),
     isMfaRequired: field.boolean('a secondary factor is required', { readOnly: true, default: false }),
     isMfaComplete: field.boolean('the secondary factor was given', { readOnly: true, default: false }),
+    mfaPassedAt: field.datetime('when the secondary factor was last given', { readOnly: true, nullable: true, filterable: false }),
     isCertExtendable: field.boolean('authenticated by an extendable certificate', { readOnly: true, default: false }),
     improperClientCertChain: field.boolean('the client sent a chain that does not verify', { readOnly: true, default: false }),
   },

@@ -13,6 +13,7 @@ import { edgeRouterPolicies, serviceEdgeRouterPolicies, servicePolicies } from '
 import { postureChecks, postureCheckTypes } from './posture-checks.js';
 import { controllers, controllerSettings, revocations } from './operations.js';
 import { sessions } from './sessions.js';
+import { mfas } from './mfas.js';
 
 /** Every resource, in registration order (transit-routers are the routers table served a second time). */
 export const resourceDefs = [
@@ -21,6 +22,7 @@ export const resourceDefs = [
   identities,
   authenticators,
   apiSessions,
+  mfas,
   configTypes,
   configs,
   services,

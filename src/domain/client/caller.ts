@@ -8,6 +8,8 @@ export interface Caller {
   /** Config type ids the API session asked for at login. */
   configTypes: readonly string[];
   isMfaComplete: boolean;
+  /** When the API session last gave its secondary factor (ms), or null. */
+  mfaPassedAt: number | null;
   /** ms */
   sessionCreatedAt: number;
   /** For the entity references of answers. */

@@ -358,7 +358,7 @@ export class PostureStore implements Cache {
     const rows = (await db.selectFrom('posture_data').selectAll().where('identity_id', '=', identityId).execute()) as PostureRow[];
     const sessions = await db
       .selectFrom('api_sessions')
-      .select(['id', 'is_mfa_complete', 'created_at'])
+      .select(['id', 'is_mfa_complete', 'mfa_passed_at', 'created_at'])
       .where('identity_id', '=', identityId)
       .orderBy('created_at')
       .execute();
@@ -399,7 +399,7 @@ export class PostureStore implements Cache {
         if (!have || r.lastUpdatedAt > have.lastUpdatedAt) latestProcesses.set(path, r);
       }
     }
-    const complete = new Map(sessions.map((s) => [String(s.id), { done: s.is_mfa_complete === 1 || s.is_mfa_complete === true, at: String(s.created_at) }]));
+    const complete = new Map(sessions.map((s) => [String(s.id), { done: s.is_mfa_complete === 1 || s.is_mfa_complete === true, at: String(s.mfa_passed_at ?? s.created_at) }]));
     const apiSessionPostureData: Record<string, unknown> = {};
     for (const [id, p] of bySession) {
       const mfa = complete.get(id);

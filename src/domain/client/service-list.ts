@@ -54,7 +54,7 @@ export interface PolicyPostureQueries {
 export async function factsOf(posture: Pick<PostureStore, 'of'>, caller: Caller, now: number): Promise<PostureFacts> {
   return {
     posture: await posture.of(caller.apiSessionId, caller.identityId),
-    mfa: { isMfaComplete: caller.isMfaComplete, passedAt: caller.sessionCreatedAt },
+    mfa: { isMfaComplete: caller.isMfaComplete, passedAt: caller.mfaPassedAt ?? caller.sessionCreatedAt },
     now,
   };
 }

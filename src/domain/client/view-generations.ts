@@ -57,5 +57,5 @@ export class ViewGenerations implements Cache {
  * Equal stamps: equal answers (save those that change with time alone, see PresentOptions.report).
  */
 export function viewStamp(generations: ViewGenerations, posture: PostureStore, caller: Caller): string {
-  return `${generations.global.generation}:${generations.identity(caller.identityId).generation}:${posture.generation(caller.apiSessionId).generation}:${caller.isMfaComplete}:${caller.configTypes.join(',')}`;
+  return `${generations.global.generation}:${generations.identity(caller.identityId).generation}:${posture.generation(caller.apiSessionId).generation}:${caller.isMfaComplete}:${caller.mfaPassedAt ?? ''}:${caller.configTypes.join(',')}`;
 }

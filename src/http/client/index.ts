@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
+import { mfaRoutes } from '../mfa-routes.js';
 import { clientControllersRoutes } from './controllers.js';
 import { clientExternalJwtSignersRoutes } from './external-jwt-signers.js';
 import { clientPostureRoutes } from './posture.js';
@@ -14,6 +15,7 @@ export function clientRoutes(app: FastifyInstance, core: Core): void {
   const flavor = core.resources.flavor;
   const model = core.client;
   edgeAuthRoutes(app, core);
+  mfaRoutes(app, core);
   clientControllersRoutes(app, { flavor, controllers: core.resources.get('controllers') });
   clientExternalJwtSignersRoutes(app, { flavor });
   clientServicesRoutes(app, {

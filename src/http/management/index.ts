@@ -2,11 +2,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
-import { disableIdentity, enableIdentity } from '../../domain/identities.js';
+import { disableIdentity, enableIdentity, removeIdentityMfa } from '../../domain/identities.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
+import { mfaRoutes } from '../mfa-routes.js';
 import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
@@ -19,6 +20,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   const r = core.resources;
   const flavor = r.flavor;
   edgeAuthRoutes(app, core);
+  mfaRoutes(app, core);
   registerResourceRoutes(app, r.get('identity-types'), flavor);
   registerResourceRoutes(app, r.get('auth-policies'), flavor);
   registerResourceRoutes(app, r.get('identities'), flavor, {
@@ -61,6 +63,15 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     schema: { operationId: 'enableIdentity', tags: ['identities'], params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
       await enableIdentity(r, (request.params as { id: string }).id, actorOf(request));
+      return envelope(EMPTY);
+    },
+  });
+
+  app.delete('/identities/:id/mfa', {
+    config: { auth: routeAuth('identity', 'update') },
+    schema: { operationId: 'removeIdentityMfa', tags: ['identities'], params: IdParams, response: { 200: EmptySchema } },
+    handler: async (request) => {
+      await removeIdentityMfa(r, (request.params as { id: string }).id, actorOf(request));
       return envelope(EMPTY);
     },
   });

@@ -9,6 +9,7 @@ import { m0006Sessions } from './0006-sessions.js';
 import { m0007EdgeRouterSyncStatus } from './0007-edge-router-sync-status.js';
 import { m0008AllRouters } from './0008-all-routers.js';
 import { m0009PostureCheckVersions } from './0009-posture-check-versions.js';
+import { m0010Mfa } from './0010-mfa.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -20,4 +21,5 @@ export const migrations: readonly StoreMigration[] = [
   m0007EdgeRouterSyncStatus,
   m0008AllRouters,
   m0009PostureCheckVersions,
+  m0010Mfa,
 ];

@@ -1,0 +1,272 @@
+// TOTP multi-factor authentication of identities (controller-interface.md, "TOTP MFA enrollment of an
+// identity"; behaviour.md §5): enrollment, its confirmation by a live code, removal, recovery codes,
+// and the check of a code when a login or an operation asks for one. The secret is sealed with the
+// data directory's key; recovery codes are shown when made (and while the enrollment is unconfirmed)
+// and kept as keyed digests once it is confirmed. A code is accepted once: the step of the last
+// TOTP code taken and the set of unused recovery codes change with conditional updates, so two
+// requests carrying the same code cannot both pass. Wrong codes are limited per API session or
+// authorization request and per identity (5 in 5 minutes), the place taken before the check runs.
+import QRCode from 'qrcode';
+import { ApiError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import { newUuid } from '../ids.js';
+import type { Kernel } from '../kernel/kernel.js';
+import { withOwner } from '../kernel/kernel.js';
+import type { EntityOf } from '../resources/index.js';
+import { constantTimeEqual } from './tokens.js';
+import type { SecretBox } from './secret-box.js';
+import { FailureThrottle } from './throttle.js';
+import { matchingStep, newRecoveryCodes, newTotpSecret, normalRecoveryCode, provisioningUrl } from './totp.js';
+
+type MfaEntity = EntityOf<'mfas'>;
+
+/** Wrong codes allowed per API session or authorization request (and per identity) in the window. */
+export const MFA_WRONG_CODES = 5;
+export const MFA_WINDOW_MS = 5 * 60_000;
+
+/** Whose attempts a code check counts against, besides the identity's. */
+export type AttemptScope = { apiSessionId: string } | { authRequestId: string };
+
+/** An enrollment as its identity sees it. */
+export interface MfaView {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: MfaEntity['tags'];
+  isVerified: boolean;
+  /** While unconfirmed only. */
+  provisioningUrl?: string;
+  /** While unconfirmed only (once confirmed they are kept as digests). */
+  recoveryCodes?: string[];
+}
+
+/** How a code was accepted. */
+export type CodeKind = 'totp' | 'recovery';
+
+export interface MfaDeps {
+  kernel: Kernel;
+  clock: Clock;
+  box: SecretBox;
+  /** The issuer named in provisioning URLs (edge.totp.issuer). */
+  issuer: string;
+}
+
+function notStarted(): ApiError {
+  return new ApiError('MFA_ENROLLMENT_NOT_STARTED', 'no MFA enrollment exists for this identity');
+}
+
+function invalidCode(): ApiError {
+  return new ApiError('MFA_INVALID_TOKEN', 'the code is not valid', { field: 'code', reason: 'is not a valid TOTP or recovery code' });
+}
+
+export class Mfa {
+  private readonly attempts: FailureThrottle;
+
+  constructor(private readonly deps: MfaDeps) {
+    // The throttle refuses once more than `limit` failures are in the window, so 4 lets 5 through.
+    this.attempts = new FailureThrottle(deps.clock, MFA_WRONG_CODES - 1, MFA_WINDOW_MS);
+  }
+
+  /** The enrollment of an identity, confirmed or not. */
+  async of(identityId: string): Promise<MfaEntity | undefined> {
+    const row = await this.deps.kernel.store.db.selectFrom('mfas').selectAll().where('identity_id', '=', identityId).executeTakeFirst();
+    return row ? this.deps.kernel.repo('mfas').fromRow(row) : undefined;
+  }
+
+  /** Whether the identity has a confirmed enrollment (every login then asks for a code). */
+  async isEnrolled(identityId: string): Promise<boolean> {
+    return (await this.of(identityId))?.isVerified === true;
+  }
+
+  /** Starts an enrollment: 409 MFA_EXISTS while one exists, confirmed or not. */
+  async start(identity: { id: string; name: string }): Promise<MfaView> {
+    const secret = newTotpSecret();
+    const codes = newRecoveryCodes();
+    const id = newUuid();
+    const { box } = this.deps;
+    const created = await this.deps.kernel.write(async (ctx) => {
+      const existing = await ctx.tx.selectFrom('mfas').select('id').where('identity_id', '=', identity.id).executeTakeFirst();
+      if (existing) return false;
+      await ctx.insert('mfas', {
+        id,
+        createdAt: ctx.now,
+        updatedAt: ctx.now,
+        tags: {},
+        identityId: identity.id,
+        isVerified: false,
+        secret: box.seal(secret, id),
+        recoveryCodes: this.digests(codes, id),
+        pendingRecoveryCodes: box.seal(codes.join(','), id),
+        lastTotpStep: null,
+      });
+      return true;
+    });
+    // Two starts at once: the store's unique identity lets one insert; the other finds it here.
+    if (!created) throw new ApiError('MFA_EXISTS', 'an MFA enrollment exists; remove it before starting another');
+    return this.view((await this.of(identity.id))!, identity.name);
+  }
+
+  /** The enrollment as its identity sees it; 404 when none. */
+  async detail(identity: { id: string; name: string }): Promise<MfaView> {
+    const mfa = await this.of(identity.id);
+    if (!mfa) throw notStarted();
+    return this.view(mfa, identity.name);
+  }
+
+  /** The QR code (PNG) of the provisioning URL while the enrollment is unconfirmed; 404 otherwise. */
+  async qrCode(identity: { id: string; name: string }): Promise<Buffer> {
+    const mfa = await this.of(identity.id);
+    if (!mfa || mfa.isVerified) throw new ApiError('NOT_FOUND', 'no unconfirmed MFA enrollment exists for this identity');
+    return QRCode.toBuffer(this.url(mfa, identity.name), { type: 'png', errorCorrectionLevel: 'M', margin: 4, scale: 6 });
+  }
+
+  /** Confirms an unconfirmed enrollment with a live TOTP code (a recovery code is not taken). */
+  async verify(identityId: string, code: string, scope: AttemptScope): Promise<void> {
+    const mfa = await this.of(identityId);
+    if (!mfa || mfa.isVerified) throw new ApiError('MFA_ENROLLMENT_NOT_STARTED', 'no unconfirmed MFA enrollment exists for this identity');
+    await this.checked(mfa, code, scope, { recovery: false });
+    await this.deps.kernel.write((ctx) =>
+      ctx.update('mfas', mfa.id, { isVerified: true, pendingRecoveryCodes: null, updatedAt: ctx.now }, identityId),
+    );
+  }
+
+  /**
+   * Removes the identity's own enrollment: a confirmed one takes a TOTP or recovery code, an
+   * unconfirmed one none (its code is empty).
+   */
+  async remove(identityId: string, code: string, scope: AttemptScope): Promise<void> {
+    const mfa = await this.of(identityId);
+    if (!mfa) throw notStarted();
+    if (mfa.isVerified) await this.checked(mfa, code, scope, { recovery: true });
+    await this.deps.kernel.write((ctx) => ctx.remove('mfas', mfa.id, identityId));
+  }
+
+  /**
+   * The recovery codes as far as they can be shown, after a valid code: the codes themselves while
+   * the enrollment is unconfirmed; once confirmed only their digests are kept, so none is shown and
+   * `remaining` tells how many are unused (new ones are made with `regenerate`).
+   */
+  async recoveryCodes(identity: { id: string; name: string }, code: string, scope: AttemptScope): Promise<MfaView & { remaining: number }> {
+    const mfa = await this.of(identity.id);
+    if (!mfa) throw notStarted();
+    await this.checked(mfa, code, scope, { recovery: true });
+    const now = (await this.of(identity.id)) ?? mfa;
+    return { ...this.view(now, identity.name), recoveryCodes: this.pendingCodes(now) ?? [], remaining: this.storedDigests(now).length };
+  }
+
+  /** Replaces every recovery code of a confirmed enrollment after a valid code; answers the new ones. */
+  async regenerate(identityId: string, code: string, scope: AttemptScope): Promise<string[]> {
+    const mfa = await this.of(identityId);
+    if (!mfa || !mfa.isVerified) throw notStarted();
+    await this.checked(mfa, code, scope, { recovery: true });
+    const codes = newRecoveryCodes();
+    await this.deps.kernel.write((ctx) => ctx.update('mfas', mfa.id, { recoveryCodes: this.digests(codes, mfa.id), updatedAt: ctx.now }, identityId));
+    return codes;
+  }
+
+  /**
+   * The second factor of a login: a TOTP code, or an unused recovery code (then used up) unless
+   * `recovery` is false. 409 MFA_NOT_ENROLLED without a confirmed enrollment.
+   */
+  async authenticate(identityId: string, code: string, scope: AttemptScope, opts: { recovery?: boolean } = {}): Promise<CodeKind> {
+    const mfa = await this.of(identityId);
+    if (!mfa || !mfa.isVerified) throw new ApiError('MFA_NOT_ENROLLED', 'the identity has no confirmed MFA enrollment');
+    return this.checked(mfa, code, scope, { recovery: opts.recovery ?? true });
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  /**
+   * Checks a code under the attempt limit: 429 with Retry-After beyond it, 401 MFA_INVALID_TOKEN
+   * when wrong (counted). A TOTP code is taken only if its step is later than the last one taken;
+   * a recovery code is used up. Both happen in one conditional write, so a code passes once.
+   */
+  private async checked(mfa: MfaEntity, code: string, scope: AttemptScope, opts: { recovery: boolean }): Promise<CodeKind> {
+    const keys = ['apiSessionId' in scope ? `session:${scope.apiSessionId}` : `request:${scope.authRequestId}`, `identity:${mfa.identityId}`];
+    const admission = await this.attempts.admit(keys);
+    if (!admission.attempt) {
+      throw new ApiError('SERVER_TOO_MANY_REQUESTS', 'too many wrong codes; try again later', undefined, {
+        'retry-after': String(admission.retryAfter),
+      });
+    }
+    let kind: CodeKind | undefined;
+    try {
+      kind = (await this.takeTotp(mfa, code)) ? 'totp' : opts.recovery && (await this.takeRecoveryCode(mfa, code)) ? 'recovery' : undefined;
+    } catch (err) {
+      admission.attempt.release();
+      throw err;
+    }
+    if (kind === undefined) {
+      admission.attempt.fail();
+      throw invalidCode();
+    }
+    admission.attempt.release();
+    return kind;
+  }
+
+  private async takeTotp(mfa: MfaEntity, code: string): Promise<boolean> {
+    const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
+    if (step === undefined) return false;
+    return this.deps.kernel.write(async (ctx) => {
+      const result = await ctx.tx
+        .updateTable('mfas')
+        .set({ last_totp_step: step, updated_at: ctx.now })
+        .where('id', '=', mfa.id)
+        .where((eb) => eb.or([eb('last_totp_step', 'is', null), eb('last_totp_step', '<', step)]))
+        .executeTakeFirst();
+      const taken = Number(result.numUpdatedRows) === 1;
+      if (taken) ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId));
+      return taken;
+    });
+  }
+
+  private async takeRecoveryCode(mfa: MfaEntity, code: string): Promise<boolean> {
+    const typed = normalRecoveryCode(code);
+    if (typed === undefined) return false;
+    const digest = this.deps.box.digest(typed, mfa.id);
+    return this.deps.kernel.write(async (ctx) => {
+      const row = await ctx.tx.selectFrom('mfas').select('recovery_codes').where('id', '=', mfa.id).executeTakeFirst();
+      if (!row) return false;
+      const stored = String(row.recovery_codes);
+      const digests = stored === '' ? [] : stored.split(',');
+      let found = -1;
+      // Every digest is compared, so the time taken tells nothing of which matched.
+      for (const [i, d] of digests.entries()) if (constantTimeEqual(d, digest) && found < 0) found = i;
+      if (found < 0) return false;
+      const left = digests.filter((_, i) => i !== found).join(',');
+      // Only if no other request used a code meanwhile (on PostgreSQL two transactions may both read).
+      const result = await ctx.tx
+        .updateTable('mfas')
+        .set({ recovery_codes: left, updated_at: ctx.now })
+        .where('id', '=', mfa.id)
+        .where('recovery_codes', '=', stored)
+        .executeTakeFirst();
+      const taken = Number(result.numUpdatedRows) === 1;
+      if (taken) ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId));
+      return taken;
+    });
+  }
+
+  private digests(codes: readonly string[], mfaId: string): string {
+    return codes.map((c) => this.deps.box.digest(c, mfaId)).join(',');
+  }
+
+  private storedDigests(mfa: MfaEntity): string[] {
+    return mfa.recoveryCodes === '' ? [] : mfa.recoveryCodes.split(',');
+  }
+
+  private pendingCodes(mfa: MfaEntity): string[] | undefined {
+    if (mfa.isVerified || !mfa.pendingRecoveryCodes) return undefined;
+    return this.deps.box.open(mfa.pendingRecoveryCodes, mfa.id).split(',');
+  }
+
+  private url(mfa: MfaEntity, name: string): string {
+    return provisioningUrl(this.deps.issuer, name, this.deps.box.open(mfa.secret, mfa.id));
+  }
+
+  private view(mfa: MfaEntity, name: string): MfaView {
+    const base = { id: mfa.id, createdAt: mfa.createdAt, updatedAt: mfa.updatedAt, tags: mfa.tags, isVerified: mfa.isVerified === true };
+    if (base.isVerified) return base;
+    return { ...base, provisioningUrl: this.url(mfa, name), recoveryCodes: this.pendingCodes(mfa) ?? [] };
+  }
+}

@@ -1,0 +1,175 @@
+// The MFA routes both Edge APIs share (controller-interface.md, "Client API: MFA"; behaviour.md §5):
+// the current identity's TOTP enrollment and recovery codes, and the completion of a login that
+// waits for its second factor. Enrollment works while the login waits, so an identity whose policy
+// requires TOTP can enroll; recovery codes need a complete login. A code comes in the body or, where
+// the interface allows, in the `mfa-validation-code` header.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Core } from '../app/core.js';
+import type { AttemptScope } from '../auth/mfa.js';
+import { fieldError } from '../errors.js';
+import { EMPTY, envelope } from './envelope.js';
+import { PARTIAL_SESSION, SESSION } from './auth-requirements.js';
+import { principalOf } from './credentials.js';
+import { named } from './openapi.js';
+import { LinksSchema } from '../resources/kit.js';
+import { dataEnvelopeSchema, EmptySchema } from './resource-routes.js';
+
+/** A TOTP code has 6 digits and a recovery code 6 characters; room is left for spaces typed around. */
+const MAX_CODE = 32;
+const CodeBody = named(Type.Object({ code: Type.String({ maxLength: MAX_CODE }) }, { additionalProperties: true }), 'mfaCode');
+const OptionalCodeBody = Type.Union([Type.Object({ code: Type.Optional(Type.String({ maxLength: MAX_CODE })) }, { additionalProperties: true }), Type.Null()]);
+const CodeHeader = Type.Object({ 'mfa-validation-code': Type.Optional(Type.String({ maxLength: MAX_CODE })) }, { additionalProperties: true });
+
+const Tags = Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean(), Type.Null()]));
+const MfaFields = {
+  _links: LinksSchema,
+  id: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  tags: Tags,
+  isVerified: Type.Boolean(),
+  provisioningUrl: Type.Optional(Type.String({ description: 'otpauth URI of the secret, while the enrollment is unconfirmed' })),
+  recoveryCodes: Type.Optional(Type.Array(Type.String(), { description: 'the recovery codes, shown while the enrollment is unconfirmed' })),
+};
+const MfaDetail = dataEnvelopeSchema(named(Type.Object(MfaFields), 'detailMfa'), 'detailMfaEnvelope');
+const MfaRecoveryCodes = dataEnvelopeSchema(
+  named(
+    Type.Object({
+      ...MfaFields,
+      recoveryCodes: Type.Array(Type.String(), {
+        description: 'the recovery codes while the enrollment is unconfirmed; once confirmed only their digests are kept, so none',
+      }),
+      remaining: Type.Integer({ description: 'unused recovery codes' }),
+    }),
+    'mfaRecoveryCodes',
+  ),
+  'mfaRecoveryCodesEnvelope',
+);
+const NewRecoveryCodes = dataEnvelopeSchema(
+  named(Type.Object({ recoveryCodes: Type.Array(Type.String()) }), 'mfaNewRecoveryCodes'),
+  'mfaNewRecoveryCodesEnvelope',
+);
+
+const SELF = '/current-identity/mfa';
+const LINKS = {
+  self: { href: `.${SELF}` },
+  'qr-code': { href: `.${SELF}/qr-code` },
+  'recovery-codes': { href: `.${SELF}/recovery-codes` },
+  verify: { href: `.${SELF}/verify` },
+};
+
+/** Wrong codes are counted per API session (and per identity). */
+function scopeOf(request: FastifyRequest): AttemptScope {
+  return { apiSessionId: principalOf(request).session.id };
+}
+
+function caller(request: FastifyRequest): { id: string; name: string } {
+  const { identity } = principalOf(request);
+  return { id: identity.id, name: identity.name };
+}
+
+/** The code of the body, else of the header; `required` refuses neither given. */
+function codeOf(request: FastifyRequest, required: boolean): string {
+  const body = request.body as { code?: string } | null | undefined;
+  const header = (request.headers as Record<string, unknown>)['mfa-validation-code'];
+  const code = body?.code ?? (typeof header === 'string' ? header : undefined);
+  if (code === undefined && required) throw fieldError('code', 'is required');
+  return code ?? '';
+}
+
+export function mfaRoutes(server: FastifyInstance, core: Core): void {
+  const app = server.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['current-identity'];
+
+  app.get(SELF, {
+    config: { auth: PARTIAL_SESSION },
+    schema: { operationId: 'detailMfa', tags, response: { 200: MfaDetail } },
+    handler: async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return envelope({ _links: LINKS, ...(await core.mfa.detail(caller(request))) });
+    },
+  });
+
+  app.post(SELF, {
+    config: { auth: PARTIAL_SESSION },
+    schema: {
+      operationId: 'enrollMfa',
+      tags,
+      body: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+      response: { 201: MfaDetail },
+    },
+    handler: async (request, reply) => {
+      const view = await core.mfa.start(caller(request));
+      return reply.code(201).header('cache-control', 'no-store').send(envelope({ _links: LINKS, ...view }));
+    },
+  });
+
+  app.post(`${SELF}/verify`, {
+    config: { auth: PARTIAL_SESSION },
+    schema: { operationId: 'verifyMfa', tags, body: CodeBody, response: { 200: EmptySchema } },
+    handler: async (request) => {
+      const { identity, session, bearer } = principalOf(request);
+      await core.mfa.verify(identity.id, request.body.code, scopeOf(request));
+      // A legacy login waiting for its second factor has just given it; a bearer token's factors
+      // are those of its login, so it stays as it is.
+      if (!bearer) await core.sessions.setMfaComplete(session);
+      return envelope(EMPTY);
+    },
+  });
+
+  app.delete(SELF, {
+    config: { auth: PARTIAL_SESSION },
+    schema: { operationId: 'deleteMfa', tags, headers: CodeHeader, body: OptionalCodeBody, response: { 200: EmptySchema } },
+    handler: async (request) => {
+      await core.mfa.remove(principalOf(request).identity.id, codeOf(request, false), scopeOf(request));
+      return envelope(EMPTY);
+    },
+  });
+
+  app.get(`${SELF}/qr-code`, {
+    config: { auth: PARTIAL_SESSION },
+    schema: {
+      operationId: 'detailMfaQrCode',
+      tags,
+      response: { 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'PNG image of the provisioning URL' }) },
+    },
+    handler: async (request, reply) => {
+      const png = await core.mfa.qrCode(caller(request));
+      return reply.type('image/png').header('cache-control', 'no-store').send(png);
+    },
+  });
+
+  app.get(`${SELF}/recovery-codes`, {
+    config: { auth: SESSION },
+    schema: { operationId: 'detailMfaRecoveryCodes', tags, headers: CodeHeader, response: { 200: MfaRecoveryCodes } },
+    handler: async (request, reply) => {
+      const answer = await core.mfa.recoveryCodes(caller(request), codeOf(request, true), scopeOf(request));
+      reply.header('cache-control', 'no-store');
+      return envelope({ _links: LINKS, ...answer });
+    },
+  });
+
+  app.post(`${SELF}/recovery-codes`, {
+    config: { auth: SESSION },
+    schema: { operationId: 'createMfaRecoveryCodes', tags, body: CodeBody, response: { 200: NewRecoveryCodes } },
+    handler: async (request, reply) => {
+      const recoveryCodes = await core.mfa.regenerate(principalOf(request).identity.id, request.body.code, scopeOf(request));
+      reply.header('cache-control', 'no-store');
+      return envelope({ recoveryCodes });
+    },
+  });
+
+  app.post('/authenticate/mfa', {
+    config: { auth: PARTIAL_SESSION },
+    schema: { operationId: 'authenticateMfa', tags: ['authentication'], body: CodeBody, response: { 200: EmptySchema } },
+    handler: async (request) => {
+      const { identity, session } = principalOf(request);
+      await core.mfa.authenticate(identity.id, request.body.code, scopeOf(request));
+      // Given again on a complete session, it renews what MFA posture checks time out from.
+      await core.sessions.setMfaComplete(session);
+      return envelope(EMPTY);
+    },
+  });
+}
