@@ -133,7 +133,12 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'detailMfaQrCode',
       tags,
-      response: { 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'PNG image of the provisioning URL' }) },
+      response: {
+        200: {
+          description: 'PNG image of the provisioning URL',
+          content: { 'image/png': { schema: Type.Unsafe<Buffer>({ type: 'string', format: 'binary' }) } },
+        },
+      },
     },
     handler: async (request, reply) => {
       const png = await core.mfa.qrCode(caller(request));
