@@ -3,6 +3,7 @@
 // that sent them only; bad input is 400 naming the field; the Management API shows an identity's
 // posture data and refused requests (and nobody else's).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret, TOTP } from 'otpauth';
 import { ADMIN_ENV, asAdmin, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, Network, ok, type Person } from './fixtures/network.js';
 import { KEPT_FAILURES } from '../src/domain/client/posture-store.js';
@@ -94,7 +95,7 @@ describe('an MFA check', () => {
   it('passes only for an API session whose MFA is complete, and asks again after a wake when told to', async () => {
     const { service, check } = await guarded('svc-MFA', 'MFA', { timeoutSeconds: 600, promptOnWake: true });
     const token = await net.login(alice);
-    // TOTP is not in place yet: nothing completes the MFA of a session, and the check fails.
+    // No MFA given by this session: the check fails.
     const body = expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
     expect(Object.values(body.error.cause.data)).toEqual([[{ id: check, typeId: 'MFA', isPassing: false }]]);
     const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
@@ -122,6 +123,56 @@ describe('an MFA check', () => {
     expect(ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin })).apiSessionPostureData[apiSessionId].endpointState.unlockedAt).toEqual(
       expect.any(String),
     );
+  });
+});
+
+describe('an MFA check met with TOTP', () => {
+  it('passes once the API session gives a live code, times out, asks again after a wake, and fails once MFA is removed', async () => {
+    const carol = await net.person('carla', ['mfa-staff']);
+    const check = await net.postureCheck('MFA', { timeoutSeconds: 300, promptOnWake: true });
+    const service = await net.service('svc-totp');
+    await net.servicePolicy('Dial', ['#mfa-staff'], [`@${service}`], [`@${check}`]);
+    const plain = await net.login(carol);
+    // Without TOTP the check fails: MFA posture needs an enrollment.
+    expectError(await client(t, 'POST', '/sessions', plain, { serviceId: service }), 409, 'INVALID_POSTURE');
+    const started = ok(await client(t, 'POST', '/current-identity/mfa', plain, {}), 201);
+    const secret = new URL(started.provisioningUrl).searchParams.get('secret')!;
+    const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 });
+    const code = () => totp.generate({ timestamp: t.clock() });
+    // Confirming the enrollment is a live code given by this session: the check passes for it.
+    ok(await client(t, 'POST', '/current-identity/mfa/verify', plain, { code: code() }));
+    expect(ok(await client(t, 'POST', '/sessions', plain, { serviceId: service }), 201).serviceId).toBe(service);
+
+    // A new login waits for its code; given, the check passes and counts down from then.
+    t.clock.advance(30_000);
+    const token = await net.login(carol);
+    ok(await client(t, 'POST', '/authenticate/mfa', token, { code: code() }));
+    const query = async () => ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0];
+    expect((await query()).postureQueries[0]).toMatchObject({ isPassing: true, timeout: 300, timeoutRemaining: 300 });
+    t.clock.advance(120_000);
+    expect((await query()).postureQueries[0]).toMatchObject({ isPassing: true, timeoutRemaining: 180 });
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    const data = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
+    expect(data.apiSessionPostureData[apiSessionId].mfa).toMatchObject({ passedMfa: true, passedAt: new Date(t.clock() - 120_000).toISOString() });
+    // Past the timeout it fails, until a code is given again.
+    t.clock.advance(181_000);
+    expect((await query()).isPassing).toBe(false);
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+    ok(await client(t, 'POST', '/authenticate/mfa', token, { code: code() }));
+    expect((await query()).isPassing).toBe(true);
+    // A wake after the code asks for it again.
+    t.clock.advance(1_000);
+    ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }), 201);
+    expect((await query()).isPassing).toBe(false);
+    t.clock.advance(30_000);
+    ok(await client(t, 'POST', '/authenticate/mfa', token, { code: code() }));
+    expect((await query()).isPassing).toBe(true);
+    // An admin removes the MFA: the session stays, the check fails.
+    ok(await call(t, 'DELETE', `${MGMT}/identities/${carol.id}/mfa`, { token: net.admin }));
+    expect((await query()).isPassing).toBe(false);
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+    const after = ok(await call(t, 'GET', `${MGMT}/identities/${carol.id}/posture-data`, { token: net.admin }));
+    expect(after.apiSessionPostureData[apiSessionId].mfa).toEqual({ apiSessionId, passedMfa: false, passedOnUnlock: false, passedOnWake: false });
   });
 });
 

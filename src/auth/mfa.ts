@@ -10,7 +10,7 @@ import QRCode from 'qrcode';
 import { ApiError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
-import type { Kernel } from '../kernel/kernel.js';
+import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import { withOwner } from '../kernel/kernel.js';
 import type { EntityOf } from '../resources/index.js';
 import { constantTimeEqual } from './tokens.js';
@@ -57,6 +57,21 @@ function notStarted(): ApiError {
 
 function invalidCode(): ApiError {
   return new ApiError('MFA_INVALID_TOKEN', 'the code is not valid', { field: 'code', reason: 'is not a valid TOTP or recovery code' });
+}
+
+/**
+ * Inside the write removing an identity's enrollment: its API sessions no longer count as having
+ * passed MFA for posture checks (they stay logged in; what they reach may shrink).
+ */
+export async function endMfaPasses(ctx: Pick<WriteContext, 'tx' | 'changed'>, identityId: string): Promise<void> {
+  const ended = await ctx.tx
+    .updateTable('api_sessions')
+    .set({ mfa_passed_at: null })
+    .where('identity_id', '=', identityId)
+    .where('mfa_passed_at', 'is not', null)
+    .returning('id')
+    .execute();
+  for (const r of ended) ctx.changed({ collection: 'api-sessions', kind: 'update', id: String(r.id), ownerId: identityId });
 }
 
 export class Mfa {
@@ -138,7 +153,10 @@ export class Mfa {
     const mfa = await this.of(identityId);
     if (!mfa) throw notStarted();
     if (mfa.isVerified) await this.checked(mfa, code, scope, { recovery: true });
-    await this.deps.kernel.write((ctx) => ctx.remove('mfas', mfa.id, identityId));
+    await this.deps.kernel.write(async (ctx) => {
+      await ctx.remove('mfas', mfa.id, identityId);
+      await endMfaPasses(ctx, identityId);
+    });
   }
 
   /**

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
+import { endMfaPasses } from '../auth/mfa.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
@@ -186,6 +187,7 @@ export async function removeIdentityMfa(resources: Resources, id: string, actor?
     const mfa = await ctx.tx.selectFrom('mfas').select('id').where('identity_id', '=', id).executeTakeFirst();
     if (!mfa) throw new ApiError('NOT_FOUND', 'the identity has no MFA enrollment');
     await ctx.remove('mfas', String(mfa.id), id);
+    await endMfaPasses(ctx, id);
   }, actor);
 }
 

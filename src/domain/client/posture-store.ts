@@ -399,7 +399,9 @@ export class PostureStore implements Cache {
         if (!have || r.lastUpdatedAt > have.lastUpdatedAt) latestProcesses.set(path, r);
       }
     }
-    const complete = new Map(sessions.map((s) => [String(s.id), { done: s.is_mfa_complete === 1 || s.is_mfa_complete === true, at: String(s.mfa_passed_at ?? s.created_at) }]));
+    const complete = new Map(
+      sessions.map((s) => [String(s.id), { done: (s.is_mfa_complete === 1 || s.is_mfa_complete === true) && s.mfa_passed_at !== null, at: String(s.mfa_passed_at) }]),
+    );
     const apiSessionPostureData: Record<string, unknown> = {};
     for (const [id, p] of bySession) {
       const mfa = complete.get(id);

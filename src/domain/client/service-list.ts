@@ -54,7 +54,8 @@ export interface PolicyPostureQueries {
 export async function factsOf(posture: Pick<PostureStore, 'of'>, caller: Caller, now: number): Promise<PostureFacts> {
   return {
     posture: await posture.of(caller.apiSessionId, caller.identityId),
-    mfa: { isMfaComplete: caller.isMfaComplete, passedAt: caller.mfaPassedAt ?? caller.sessionCreatedAt },
+    // MFA counts from when it was given; a session whose identity's MFA was removed has no such time.
+    mfa: { isMfaComplete: caller.isMfaComplete && caller.mfaPassedAt !== null, passedAt: caller.mfaPassedAt ?? 0 },
     now,
   };
 }
