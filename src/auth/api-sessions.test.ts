@@ -85,6 +85,7 @@ describe('create', () => {
       lastActivityAt: T0,
       storedActivityAt: T0,
       isMfaComplete: false,
+      mfaPassedAt: null,
       improperClientCertChain: false,
       tags: {},
     });

@@ -8,7 +8,7 @@ import { newUuid } from '../ids.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
-import type { Kernel } from '../kernel/kernel.js';
+import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import type { Repository } from '../store/repository.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Store } from '../store/store.js';
@@ -164,12 +164,17 @@ export class ApiSessions implements Cache {
 
   /** The session's secondary factor was given now (again, when a posture check asks for it anew). */
   async setMfaComplete(session: ApiSession): Promise<void> {
+    await this.kernel.write((ctx) => this.mfaCompleteIn(ctx, session));
+  }
+
+  /** setMfaComplete inside a write of the caller's (the one taking the code), so both commit together. */
+  async mfaCompleteIn(ctx: WriteContext, session: ApiSession): Promise<void> {
     const at = this.clock();
-    session.isMfaComplete = true;
-    session.mfaPassedAt = at;
-    await this.kernel.write((ctx) =>
-      ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId),
-    );
+    await ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId);
+    ctx.afterCommit(() => {
+      session.isMfaComplete = true;
+      session.mfaPassedAt = at;
+    });
   }
 
   /** The session with this id from memory, else from the store; undefined when there is none. */

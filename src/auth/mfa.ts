@@ -43,6 +43,13 @@ export interface MfaView {
 /** How a code was accepted. */
 export type CodeKind = 'totp' | 'recovery';
 
+/** Options of a code check: whether a recovery code is taken, and what to write with the code taken. */
+export interface CodeCheck {
+  recovery: boolean;
+  /** Runs in the transaction that takes the code, so what it writes commits with it (or not at all). */
+  alsoWrite?: (ctx: WriteContext) => Promise<void>;
+}
+
 export interface MfaDeps {
   kernel: Kernel;
   clock: Clock;
@@ -186,10 +193,10 @@ export class Mfa {
    * The second factor of a login: a TOTP code, or an unused recovery code (then used up) unless
    * `recovery` is false. 409 MFA_NOT_ENROLLED without a confirmed enrollment.
    */
-  async authenticate(identityId: string, code: string, scope: AttemptScope, opts: { recovery?: boolean } = {}): Promise<CodeKind> {
+  async authenticate(identityId: string, code: string, scope: AttemptScope, opts: Partial<CodeCheck> = {}): Promise<CodeKind> {
     const mfa = await this.of(identityId);
     if (!mfa || !mfa.isVerified) throw new ApiError('MFA_NOT_ENROLLED', 'the identity has no confirmed MFA enrollment');
-    return this.checked(mfa, code, scope, { recovery: opts.recovery ?? true });
+    return this.checked(mfa, code, scope, { ...opts, recovery: opts.recovery ?? true });
   }
 
   // ---- internals ------------------------------------------------------------------------------
@@ -199,7 +206,7 @@ export class Mfa {
    * when wrong (counted). A TOTP code is taken only if its step is later than the last one taken;
    * a recovery code is used up. Both happen in one conditional write, so a code passes once.
    */
-  private async checked(mfa: MfaEntity, code: string, scope: AttemptScope, opts: { recovery: boolean }): Promise<CodeKind> {
+  private async checked(mfa: MfaEntity, code: string, scope: AttemptScope, opts: CodeCheck): Promise<CodeKind> {
     const keys = ['apiSessionId' in scope ? `session:${scope.apiSessionId}` : `request:${scope.authRequestId}`, `identity:${mfa.identityId}`];
     const admission = await this.attempts.admit(keys);
     if (!admission.attempt) {
@@ -209,7 +216,7 @@ export class Mfa {
     }
     let kind: CodeKind | undefined;
     try {
-      kind = (await this.takeTotp(mfa, code)) ? 'totp' : opts.recovery && (await this.takeRecoveryCode(mfa, code)) ? 'recovery' : undefined;
+      kind = (await this.takeTotp(mfa, code, opts)) ? 'totp' : opts.recovery && (await this.takeRecoveryCode(mfa, code, opts)) ? 'recovery' : undefined;
     } catch (err) {
       admission.attempt.release();
       throw err;
@@ -222,7 +229,7 @@ export class Mfa {
     return kind;
   }
 
-  private async takeTotp(mfa: MfaEntity, code: string): Promise<boolean> {
+  private async takeTotp(mfa: MfaEntity, code: string, opts: CodeCheck): Promise<boolean> {
     const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
     if (step === undefined) return false;
     return this.deps.kernel.write(async (ctx) => {
@@ -232,13 +239,11 @@ export class Mfa {
         .where('id', '=', mfa.id)
         .where((eb) => eb.or([eb('last_totp_step', 'is', null), eb('last_totp_step', '<', step)]))
         .executeTakeFirst();
-      const taken = Number(result.numUpdatedRows) === 1;
-      if (taken) ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId));
-      return taken;
+      return this.tookCode(ctx, mfa, Number(result.numUpdatedRows) === 1, opts);
     });
   }
 
-  private async takeRecoveryCode(mfa: MfaEntity, code: string): Promise<boolean> {
+  private async takeRecoveryCode(mfa: MfaEntity, code: string, opts: CodeCheck): Promise<boolean> {
     const typed = normalRecoveryCode(code);
     if (typed === undefined) return false;
     const digest = this.deps.box.digest(typed, mfa.id);
@@ -259,10 +264,15 @@ export class Mfa {
         .where('id', '=', mfa.id)
         .where('recovery_codes', '=', stored)
         .executeTakeFirst();
-      const taken = Number(result.numUpdatedRows) === 1;
-      if (taken) ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId));
-      return taken;
+      return this.tookCode(ctx, mfa, Number(result.numUpdatedRows) === 1, opts);
     });
+  }
+
+  private async tookCode(ctx: WriteContext, mfa: MfaEntity, taken: boolean, opts: CodeCheck): Promise<boolean> {
+    if (!taken) return false;
+    ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId));
+    await opts.alsoWrite?.(ctx);
+    return true;
   }
 
   private digests(codes: readonly string[], mfaId: string): string {

@@ -171,9 +171,10 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
     schema: { operationId: 'authenticateMfa', tags: ['authentication'], body: CodeBody, response: { 200: EmptySchema } },
     handler: async (request) => {
       const { identity, session } = principalOf(request);
-      await core.mfa.authenticate(identity.id, request.body.code, scopeOf(request));
       // Given again on a complete session, it renews what MFA posture checks time out from.
-      await core.sessions.setMfaComplete(session);
+      await core.mfa.authenticate(identity.id, request.body.code, scopeOf(request), {
+        alsoWrite: (ctx) => core.sessions.mfaCompleteIn(ctx, session),
+      });
       return envelope(EMPTY);
     },
   });
