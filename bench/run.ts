@@ -222,6 +222,7 @@ async function drive(url: string, scenario: Scenario, seconds: number, connectio
               setupRequest: (req: Record<string, unknown>) => ({
                 ...req,
                 ...(paths ? { path: paths[turn++ % paths.length] } : {}),
+                ...(dynamic?.headers ? { headers: { ...scenario.headers, ...dynamic.headers() } } : {}),
                 ...(dynamic ? { body: dynamic.body() } : {}),
               }),
               ...(dynamic ? { onResponse: (status: number, body: string) => dynamic.answered(status, body) } : {}),
@@ -420,10 +421,11 @@ async function prepare(ctx: BenchContext, endpoints: Scenario[]): Promise<void> 
   for (const scenario of endpoints) await scenario.setup?.(ctx, scenario);
   for (const s of endpoints) {
     await s.dynamic?.prepare(ctx, 1);
+    const headers = s.dynamic?.headers ? { ...s.headers, ...s.dynamic.headers() } : s.headers;
     const body = s.dynamic ? s.dynamic.body() : s.body;
     const requestOf = s.server === 'peer' ? ctx.peer.request : ctx.request;
     const res = await requestOf(s.method, firstPath(s), {
-      ...(s.headers ? { headers: s.headers } : {}),
+      ...(headers ? { headers } : {}),
       ...(body !== undefined ? { body } : {}),
     });
     s.dynamic?.answered(res.status, res.body);

@@ -3,6 +3,7 @@
 // scenario; a `setup` runs once before the warm-up and may log in and set headers on the scenario.
 // A scenario whose request changes with every answer (a refresh token chain) sets `dynamic`.
 import { createHash, randomBytes } from 'node:crypto';
+import { Secret, TOTP } from 'otpauth';
 import type { ScaleInfo } from './scale-store.js';
 
 export interface Response {
@@ -30,6 +31,8 @@ export interface DynamicRequests {
   prepare(ctx: BenchContext, connections: number): Promise<void>;
   /** The body of the next request. */
   body(): string;
+  /** Headers of the next request beside the scenario's, when they change too. */
+  headers?(): Record<string, string>;
   /** An answer arrived. */
   answered(status: number, body: string): void;
 }
@@ -142,6 +145,60 @@ function refreshChains(mint: (ctx: BenchContext, n: number) => Promise<string[]>
   };
 }
 
+// ---- MFA ---------------------------------------------------------------------------------------
+
+/** Recovery codes kept ready before each run: more than a run at the expected rate spends. */
+const MFA_CODES_READY = 8_000;
+
+/**
+ * Second factors given by logged-in identities: each request is an API session with a code of its
+ * identity that was never used (a code passes once, so each is spent). Identities with confirmed
+ * TOTP are made before each run, outside its timing, until enough unused recovery codes are ready;
+ * a recovery code is checked and spent like a TOTP code, in one conditional write with the session.
+ */
+function mfaCodes(): DynamicRequests {
+  const ready: { token: string; code: string }[] = [];
+  let made = 0;
+  let next: { token: string; code: string } | undefined;
+  const enrolled = async (ctx: BenchContext, admin: Record<string, string>): Promise<void> => {
+    const name = `bench-mfa-${++made}-${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(12).toString('base64url');
+    const created = await ctx.request('POST', '/edge/management/v1/identities', { headers: admin, body: JSON.stringify({ name, type: 'User', isAdmin: false }) });
+    if (created.status !== 201) throw new Error(`creating ${name} failed: ${created.status} ${created.body}`);
+    const identityId = (JSON.parse(created.body) as { data: { id: string } }).data.id;
+    const auth = await ctx.request('POST', '/edge/management/v1/authenticators', {
+      headers: admin,
+      body: JSON.stringify({ method: 'updb', identityId, username: name, password }),
+    });
+    if (auth.status !== 201) throw new Error(`creating the authenticator of ${name} failed: ${auth.status} ${auth.body}`);
+    const token = await login(ctx, { username: name, password });
+    const session = { 'overlay-session': token, 'content-type': 'application/json' };
+    const started = await ctx.request('POST', '/edge/client/v1/current-identity/mfa', { headers: session, body: '{}' });
+    if (started.status !== 201) throw new Error(`enrolling ${name} failed: ${started.status} ${started.body}`);
+    const { provisioningUrl, recoveryCodes } = (JSON.parse(started.body) as { data: { provisioningUrl: string; recoveryCodes: string[] } }).data;
+    const secret = Secret.fromBase32(new URL(provisioningUrl).searchParams.get('secret')!);
+    const code = new TOTP({ secret, algorithm: 'SHA1', digits: 6, period: 30 }).generate();
+    const verified = await ctx.request('POST', '/edge/client/v1/current-identity/mfa/verify', { headers: session, body: JSON.stringify({ code }) });
+    if (verified.status !== 200) throw new Error(`confirming the TOTP of ${name} failed: ${verified.status} ${verified.body}`);
+    for (const c of recoveryCodes) ready.push({ token, code: c });
+  };
+  return {
+    async prepare(ctx) {
+      if (ready.length >= MFA_CODES_READY) return;
+      const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+      // A few at a time: the logins are Argon2id checks.
+      while (ready.length < MFA_CODES_READY) await Promise.all(Array.from({ length: 8 }, () => enrolled(ctx, admin)));
+    },
+    // The headers are asked for first: they and the body are of the same pair.
+    headers() {
+      next = ready.pop();
+      return { 'overlay-session': next?.token ?? 'no-code-left', 'content-type': 'application/json' };
+    },
+    body: () => JSON.stringify({ code: next?.code ?? '000000' }),
+    answered() {},
+  };
+}
+
 async function mintOurs(ctx: BenchContext, n: number): Promise<string[]> {
   const tokens = await Promise.all(Array.from({ length: n }, () => oidcLogin(ctx, 'openid offline_access')));
   return tokens.map((t) => t.refresh_token!);
@@ -191,6 +248,14 @@ export const scenarios: Scenario[] = [
     server: 'peer',
     isPeer: true,
     dynamic: refreshChains(mintPeer),
+  },
+  {
+    // The second factor of a login: the answer must cost no more than a session read.
+    name: 'complete MFA login',
+    method: 'POST',
+    path: '/edge/client/v1/authenticate/mfa',
+    target: 0.5,
+    dynamic: mfaCodes(),
   },
   {
     name: 'authenticate',
