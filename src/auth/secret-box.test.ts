@@ -1,0 +1,69 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SECRET_KEY_FILE, SecretBox } from './secret-box.js';
+
+const dirs: string[] = [];
+function dir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'overlay-box-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('SecretBox', () => {
+  it('makes its key once, owner-only, and reads the same key at the next start', async () => {
+    const d = dir();
+    const first = await SecretBox.open(d);
+    const path = join(d, SECRET_KEY_FILE);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(Buffer.from(readFileSync(path, 'utf8').trim(), 'base64')).toHaveLength(32);
+    const sealed = first.seal('JBSWY3DPEHPK3PXP', 'mfa-1');
+    const again = await SecretBox.open(d);
+    expect(again.open(sealed, 'mfa-1')).toBe('JBSWY3DPEHPK3PXP');
+    expect(again.digest('ABC234', 'mfa-1')).toBe(first.digest('ABC234', 'mfa-1'));
+  });
+
+  it('seals to a different text every time, without the plain text in it', async () => {
+    const box = await SecretBox.open(dir());
+    const a = box.seal('JBSWY3DPEHPK3PXP', 'mfa-1');
+    const b = box.seal('JBSWY3DPEHPK3PXP', 'mfa-1');
+    expect(a).not.toBe(b);
+    expect(a).toMatch(/^v1\.[A-Za-z0-9_-]+$/);
+    expect(a).not.toContain('JBSWY3DPEHPK3PXP');
+  });
+
+  it('refuses a value of another record, another key, or one changed', async () => {
+    const box = await SecretBox.open(dir());
+    const other = await SecretBox.open(dir());
+    const sealed = box.seal('secret', 'mfa-1');
+    expect(() => box.open(sealed, 'mfa-2')).toThrow();
+    expect(() => other.open(sealed, 'mfa-1')).toThrow();
+    const raw = Buffer.from(sealed.slice(3), 'base64url');
+    raw[14] = raw[14]! ^ 1;
+    expect(() => box.open(`v1.${raw.toString('base64url')}`, 'mfa-1')).toThrow();
+    for (const bad of ['', 'v1.', 'v2.AAAA', 'v1.AAAA', 'plain']) expect(() => box.open(bad, 'mfa-1'), bad).toThrow();
+  });
+
+  it('digests by value and record, under its own key', async () => {
+    const box = await SecretBox.open(dir());
+    const other = await SecretBox.open(dir());
+    const d = box.digest('ABC234', 'mfa-1');
+    expect(d).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(box.digest('ABC235', 'mfa-1')).not.toBe(d);
+    expect(box.digest('ABC234', 'mfa-2')).not.toBe(d);
+    expect(other.digest('ABC234', 'mfa-1')).not.toBe(d);
+    // the separator keeps value and record apart
+    expect(box.digest('1ABC', 'mfa')).not.toBe(box.digest('ABC', 'mfa1'));
+  });
+
+  it('refuses a key file that does not hold 32 bytes', async () => {
+    const d = dir();
+    writeFileSync(join(d, SECRET_KEY_FILE), Buffer.alloc(16).toString('base64'));
+    await expect(SecretBox.open(d)).rejects.toThrow(/32-byte key/);
+    expect(() => new SecretBox(Buffer.alloc(31))).toThrow(/32 bytes/);
+  });
+});
