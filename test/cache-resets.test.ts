@@ -249,6 +249,11 @@ async function scenario(seed: number | undefined): Promise<Run> {
   await mgmt('POST', '/revocations', admin, { id: people.bob!.id, type: 'IDENTITY' });
   await withBearer(CLIENT, '/services', second);
   await withBearer(MGMT, '/current-identity', second);
+  // The revocation ended bob's legacy API session too; a later login works.
+  await client('GET', '/current-identity', tokens.bob!);
+  tokens.bob = (await run.req('POST', `${CLIENT}/authenticate?method=password`, {
+    body: { username: people.bob!.username, password: people.bob!.password, configTypes: ['all'] },
+  })).data.token as string;
 
   // ---- deletes ----
   await mgmt('DELETE', `/services/${db}`, admin);
@@ -267,9 +272,9 @@ describe('dropping every cache at random points', () => {
     const baseline = await scenario(undefined);
     const statuses = baseline.answers.map((a) => `${a.status} ${a.request}`);
     // The scenario does what it says: posture refuses then admits, a lockout, a disabled identity,
-    // an ended API session and revocations refuse their callers.
+    // an ended API session and revocations (bearer and legacy) refuse their callers.
     expect(statuses).toContain(`409 POST ${CLIENT}/sessions`);
-    expect(statuses.filter((s) => s.startsWith('401 GET'))).toHaveLength(7);
+    expect(statuses.filter((s) => s.startsWith('401 GET'))).toHaveLength(8);
     expect(baseline.answers.length).toBeGreaterThan(100);
 
     for (const seed of [1, 2, 3]) {

@@ -189,10 +189,19 @@ describe('GET /services', () => {
         'limit none',
         'encryptionRequired = true or encryptionRequired = false',
         'not (id = "x") limit none',
+        // behaviour.md §3: `true` alone means "no condition", and stays within the caller's scope
+        'true',
+        'TRUE limit none',
+        'true sort by id desc limit 100',
+        'true or id != "x"',
+        'not false',
       ]) {
-        expect(idsOf(await client(t, 'GET', `/services?limit=500&filter=${encodeURIComponent(filter)}`, tokens[name])), `${name}: ${filter}`).toEqual(expected);
+        const got = idsOf(await client(t, 'GET', `/services?limit=500&filter=${encodeURIComponent(filter)}`, tokens[name]));
+        expect(got, `${name}: ${filter}`).toEqual(filter.includes('desc') ? [...expected].reverse() : expected);
       }
-      expectError(await client(t, 'GET', `/services?filter=true`, tokens[name]), 400, 'INVALID_FILTER', 'filter');
+      const all = await client(t, 'GET', '/services?filter=true', tokens[name]);
+      expect(json(all).meta.pagination.totalCount).toBe(expected.length);
+      expect(idsOf(await client(t, 'GET', '/services?filter=false', tokens[name]))).toEqual([]);
       const outside = services.find((s) => !expected.includes(s.id))!;
       const none = await client(t, 'GET', `/services?filter=${encodeURIComponent(`id = "${outside.id}"`)}`, tokens[name]);
       expect(idsOf(none)).toEqual([]);

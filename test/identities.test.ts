@@ -485,6 +485,24 @@ describe('list', () => {
     expect(admins.meta.pagination.totalCount).toBeGreaterThanOrEqual(1);
   });
 
+  // behaviour.md §3: clients send `true` to mean "no condition".
+  it('takes true (or false) alone as the whole condition', async () => {
+    const every = await list('limit=500');
+    const total = every.meta.pagination.totalCount;
+    expect(total).toBeGreaterThanOrEqual(5);
+    for (const filter of ['true', 'TRUE', 'not false', 'true limit none']) {
+      const body = await list(`limit=500&${q(filter)}`);
+      expect(body.meta.pagination.totalCount, filter).toBe(total);
+      expect(body.data.map((i: { id: string }) => i.id), filter).toEqual(every.data.map((i: { id: string }) => i.id));
+    }
+    expect(names(await list(q('true sort by name limit 100'))).filter((n) => n.startsWith('flt-'))).toEqual(['flt-a', 'flt-b', 'flt-c', 'flt-d']);
+    expect((await list(q('true sort by name limit 100'))).meta.pagination).toEqual({ limit: 100, offset: 0, totalCount: total });
+    expect(names(await list(`${q('true and name contains "flt-"')}&sort=name`))).toEqual(['flt-a', 'flt-b', 'flt-c', 'flt-d']);
+    const none = await list(q('false'));
+    expect(none.data).toEqual([]);
+    expect(none.meta.pagination.totalCount).toBe(0);
+  });
+
   it('defaults to limit 10, offset 0 and id order', async () => {
     const body = await list('');
     expect(body.meta.pagination.limit).toBe(10);
@@ -496,6 +514,7 @@ describe('list', () => {
 
   it('refuses bad filters, sorts and paging', async () => {
     expectError(await call(t, 'GET', `${MGMT}/identities?${q('name = ')}`, { token: admin }), 400, 'INVALID_FILTER');
+    expectError(await call(t, 'GET', `${MGMT}/identities?${q('true = true')}`, { token: admin }), 400, 'INVALID_FILTER', 'filter');
     expectError(await call(t, 'GET', `${MGMT}/identities?${q('nope = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
     expectError(await call(t, 'GET', `${MGMT}/identities?${q('appData = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
     expectError(await call(t, 'GET', `${MGMT}/identities?limit=abc`, { token: admin }), 400, 'INVALID_PAGINATION');

@@ -1,5 +1,6 @@
 // Revocations on the Management API (create, list, detail; never changed or removed), the moment
-// each may be forgotten, and the in-memory view the bearer-token check reads.
+// each may be forgotten, the in-memory view the bearer-token check reads, and the API sessions (legacy
+// and OIDC) a revocation ends with their sessions.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,8 @@ import {
   ADMIN_ENV,
   asAdmin,
   call,
+  CHALLENGE_SESSION_INVALID,
+  CLIENT,
   createIdentityWithPassword,
   expectError,
   json,
@@ -21,6 +24,8 @@ import {
   testClock,
   type TestController,
 } from './helpers.js';
+import { client, Network, ok, type Person } from './fixtures/network.js';
+import { bearer, decodeJwt, oidcLogin } from './oidc-helpers.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -386,5 +391,128 @@ describe('expired revocations', () => {
     } finally {
       t.clock.advance(-(24 * HOUR + MINUTE));
     }
+  });
+});
+
+describe('ending API sessions (behaviour.md §6)', () => {
+  let net: Network;
+  let service: string;
+  let people = 0;
+
+  beforeAll(async () => {
+    net = new Network(t, admin);
+    const router = await net.edgeRouter('rev-er', ['rev-public']);
+    expect(router).toBeTypeOf('string');
+    await net.edgeRouterPolicy(['#rev-users'], ['#rev-public']);
+    await net.serviceEdgeRouterPolicy(['#rev-routed'], ['#rev-public']);
+    service = await net.service('rev-web', ['rev-routed']);
+    await net.servicePolicy('Dial', ['#rev-users'], [`@${service}`]);
+  });
+
+  const person = () => net.person(`rev-user-${++people}`, ['rev-users']);
+
+  /** A legacy login on the Client API: its token, API session id and one session of it. */
+  async function loggedIn(p: Person): Promise<{ token: string; apiSession: string; session: string }> {
+    const token = await net.login(p);
+    const apiSession = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    const session = ok(await client(t, 'POST', '/sessions', token, { serviceId: service }), 201).id as string;
+    return { token, apiSession, session };
+  }
+
+  async function expectEnded(s: { token: string; apiSession: string; session: string }): Promise<void> {
+    for (const res of [await client(t, 'GET', '/current-api-session', s.token), await call(t, 'GET', `${MGMT}/current-identity`, { token: s.token })]) {
+      expectError(res, 401, 'UNAUTHORIZED');
+      expect(res.headers['www-authenticate']).toBe(CHALLENGE_SESSION_INVALID);
+    }
+    expectError(await call(t, 'GET', `${MGMT}/api-sessions/${s.apiSession}`, { token: admin }), 404, 'NOT_FOUND');
+    expectError(await call(t, 'GET', `${MGMT}/sessions/${s.session}`, { token: admin }), 404, 'NOT_FOUND');
+    const sessions = json(await call(t, 'GET', `${MGMT}/sessions?filter=${encodeURIComponent(`apiSessionId = "${s.apiSession}"`)}`, { token: admin }));
+    expect(sessions.meta.pagination.totalCount).toBe(0);
+  }
+
+  async function expectLive(s: { token: string; apiSession: string; session: string }): Promise<void> {
+    expect(ok(await client(t, 'GET', '/current-api-session', s.token)).id).toBe(s.apiSession);
+    expect(ok(await client(t, 'GET', `/sessions/${s.session}`, s.token)).id).toBe(s.session);
+  }
+
+  const apiSessionsOf = async (identityId: string) =>
+    (json(await call(t, 'GET', `${MGMT}/api-sessions?filter=${encodeURIComponent(`identityId = "${identityId}"`)}`, { token: admin })).data as { id: string }[])
+      .map((s) => s.id)
+      .sort();
+
+  it('IDENTITY ends every API session of the identity at once, with its sessions; others and later logins work', async () => {
+    const [alice, bob] = [await person(), await person()];
+    const first = await loggedIn(alice);
+    const second = await loggedIn(alice);
+    const bobs = await loggedIn(bob);
+    await expectLive(first);
+
+    const res = await revoke(admin, { id: alice.id, type: 'IDENTITY' });
+    expect(res.statusCode, res.body).toBe(201);
+    await expectEnded(first);
+    await expectEnded(second);
+    expect(await apiSessionsOf(alice.id)).toEqual([]);
+    await expectLive(bobs);
+
+    t.clock.advance(1_000);
+    const later = await loggedIn(alice);
+    await expectLive(later);
+    expect(await apiSessionsOf(alice.id)).toEqual([later.apiSession]);
+  });
+
+  it('IDENTITY named again ends the API sessions created since', async () => {
+    const carol = await person();
+    expect((await revoke(admin, { id: carol.id, type: 'IDENTITY' })).statusCode).toBe(201);
+    t.clock.advance(1_000);
+    const since = await loggedIn(carol);
+    await expectLive(since);
+    expect((await revoke(admin, { id: carol.id, type: 'IDENTITY' })).statusCode).toBe(201);
+    await expectEnded(since);
+    t.clock.advance(1_000);
+    await expectLive(await loggedIn(carol));
+  });
+
+  it('API_SESSION ends the legacy API session it names and its sessions, nothing else', async () => {
+    const dave = await person();
+    const revoked = await loggedIn(dave);
+    const kept = await loggedIn(dave);
+    const res = await revoke(admin, { id: revoked.apiSession, type: 'API_SESSION' });
+    expect(res.statusCode, res.body).toBe(201);
+    await expectEnded(revoked);
+    await expectLive(kept);
+    expect(await apiSessionsOf(dave.id)).toEqual([kept.apiSession]);
+    await expectLive(await loggedIn(dave));
+  });
+
+  it('API_SESSION ends an OIDC API session: its bearer token fails and the API session is gone', async () => {
+    const erin = await person();
+    const tokens = await oidcLogin(t, erin.username, erin.password);
+    const asid = decodeJwt(tokens.access_token).payload.ov_asid as string;
+    expect((await call(t, 'GET', `${CLIENT}/current-identity`, { headers: bearer(tokens.access_token) })).statusCode).toBe(200);
+    expect(await apiSessionsOf(erin.id)).toEqual([asid]);
+    expect((await revoke(admin, { id: asid, type: 'API_SESSION' })).statusCode).toBe(201);
+    expectError(await call(t, 'GET', `${CLIENT}/current-identity`, { headers: bearer(tokens.access_token) }), 401, 'UNAUTHORIZED');
+    expect(await apiSessionsOf(erin.id)).toEqual([]);
+    await expectLive(await loggedIn(erin));
+  });
+
+  it('a revocation that is refused ends nothing', async () => {
+    const frank = await person();
+    const live = await loggedIn(frank);
+    // The API session's id already revoked as a JTI: naming it as an API_SESSION is refused.
+    expect((await revoke(admin, { id: live.apiSession, type: 'JTI' })).statusCode).toBe(201);
+    expectError(await revoke(admin, { id: live.apiSession, type: 'API_SESSION' }), 400, 'COULD_NOT_VALIDATE', 'id');
+    await expectLive(live);
+    // Without the permission to revoke, nothing is revoked either.
+    expectError(await revoke(live.token, { id: frank.id, type: 'IDENTITY' }), 401, 'UNAUTHORIZED');
+    await expectLive(live);
+  });
+
+  it('many concurrent requests of a revoked identity all fail once the revocation is answered', async () => {
+    const gina = await person();
+    const sessions = await Promise.all([loggedIn(gina), loggedIn(gina), loggedIn(gina)]);
+    expect((await revoke(admin, { id: gina.id, type: 'IDENTITY' })).statusCode).toBe(201);
+    const answers = await Promise.all(sessions.flatMap((s) => [client(t, 'GET', '/services', s.token), client(t, 'POST', '/sessions', s.token, { serviceId: service })]));
+    expect(answers.map((r) => r.statusCode)).toEqual(answers.map(() => 401));
   });
 });

@@ -162,12 +162,13 @@ describe('the caller\u2019s sessions', () => {
     expect(alices.sort()).toEqual(all.filter((s) => s.identityId === alice.id).map((s) => s.id).sort());
     expect(alices.length).toBeGreaterThanOrEqual(3);
     expect(bobs.length).toBeGreaterThanOrEqual(2);
-    for (const filter of ['id != "x"', 'limit none', `identityId = "${bob.id}" or id != "x"`, `id in ${JSON.stringify(bobs)} or type = "Dial" or type = "Bind"`]) {
+    for (const filter of ['id != "x"', 'limit none', 'true', 'true limit none', `identityId = "${bob.id}" or id != "x"`, `id in ${JSON.stringify(bobs)} or type = "Dial" or type = "Bind"`]) {
       const got = idsOf(await client(t, 'GET', `/sessions?limit=500&filter=${encodeURIComponent(filter)}`, tokens.alice));
       expect(got.sort(), filter).toEqual([...alices].sort());
     }
     expect(idsOf(await client(t, 'GET', `/sessions?filter=${encodeURIComponent(`identityId = "${bob.id}"`)}`, tokens.alice))).toEqual([]);
-    expectError(await client(t, 'GET', '/sessions?filter=true', tokens.alice), 400, 'INVALID_FILTER', 'filter');
+    expect(idsOf(await client(t, 'GET', '/sessions?filter=false', tokens.alice))).toEqual([]);
+    expectError(await client(t, 'GET', '/sessions?filter=null', tokens.alice), 400, 'INVALID_FILTER', 'filter');
     expectError(await client(t, 'GET', '/sessions?sort=token', tokens.alice), 400, 'INVALID_SORT_IDENTIFIER');
     expectError(await client(t, 'GET', '/sessions'), 401, 'UNAUTHORIZED');
   });

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
+import { installCors } from '../http/cors.js';
 import { handleError, handleNotFound } from '../http/errors.js';
 import { jsonBodyParser } from '../http/json-body.js';
 import { validatorCompiler } from '../http/validation.js';
@@ -59,6 +60,8 @@ export async function buildServer(
     frameworkErrors: (err, request, reply) => handleError(err, request, reply),
   }) as unknown as FastifyInstance; // the HTTPS server and pino logger generics narrow nothing we use
   limits.install(app);
+  // Before every other hook and API plugin: a preflight needs no credential and no OPTIONS route.
+  installCors(app);
   app.setValidatorCompiler(validatorCompiler());
   jsonBodyParser(app);
   app.setErrorHandler(handleError);

@@ -41,13 +41,34 @@ async function assertMayRevoke(ctx: WriteContext, type: unknown, id: string): Pr
   if (identityId !== undefined && (await isAdminIdentity(ctx, identityId))) throw adminOnly('revoke an admin or its API sessions');
 }
 
-/** A new revocation is stamped with the moment it may be forgotten. */
+/**
+ * Ends the API sessions a revocation reaches (behaviour.md §6), legacy and OIDC alike, in the
+ * revocation's own transaction: API_SESSION the one it names, IDENTITY every one of that identity
+ * created at or before the revocation, so a later login works. Their sessions and refresh grants go
+ * with them (the foreign keys cascade); every cache that holds one hears of its end from the change
+ * feed before the revocation is answered. Ending them, rather than checking each legacy token against
+ * the revocations, leaves nothing of them behind to be checked.
+ */
+async function endRevokedApiSessions(ctx: WriteContext, type: unknown, id: string): Promise<void> {
+  if (type !== 'API_SESSION' && type !== 'IDENTITY') return;
+  let query = ctx.tx.deleteFrom('api_sessions');
+  query = type === 'API_SESSION' ? query.where('id', '=', id) : query.where('identity_id', '=', id).where('created_at', '<=', ctx.now);
+  const ended = await query.returning(['id', 'identity_id']).execute();
+  for (const row of ended) {
+    ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(row.id), ownerId: String(row.identity_id) });
+  }
+}
+
+/** A new revocation is stamped with the moment it may be forgotten, and ends what it revokes. */
 export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviour<typeof revocations> {
   return {
     async validate(ctx, next, prev) {
       if (prev) return;
       await assertMayRevoke(ctx, next.type, next.id);
       next.expiresAt = iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes));
+    },
+    async afterWrite(ctx, next, prev) {
+      if (!prev) await endRevokedApiSessions(ctx, next.type, next.id);
     },
   };
 }
@@ -56,8 +77,9 @@ export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviou
  * Creates a revocation, or renews the one that already holds this id: revoking an identity or an
  * API session again must also catch the tokens issued since the first time. A renewal takes effect
  * at its write time (its updatedAt, the moment tokens issued until then are revoked) and is kept
- * the full lifetime from then. A revocation still in force keeps its type: naming its id with
- * another type is refused (400 naming `id`); an expired one is replaced whatever its type.
+ * the full lifetime from then, and ends the API sessions created since. A revocation still in force
+ * keeps its type: naming its id with another type is refused (400 naming `id`); an expired one is
+ * replaced whatever its type.
  */
 export async function revoke(
   resources: Resources,
@@ -82,6 +104,7 @@ export async function revoke(
       expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
     };
     await ctx.update('revocations', id, values);
+    await endRevokedApiSessions(ctx, body.type, id);
     return { ...prev, ...values };
   }, actor);
 }

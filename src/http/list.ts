@@ -63,9 +63,11 @@ export function parseList(
   if (parsed.limit !== undefined) limit = parsed.limit === 'none' ? null : parsed.limit;
   if (parsed.skip !== undefined) offset = parsed.skip;
   if (limit !== null) limit = Math.min(limit, MAX_LIMIT);
+  // `true` alone is how clients say "no condition"; without a where the lists keep their fast paths.
+  const where = parsed.where?.kind === 'constant' && parsed.where.value ? undefined : parsed.where;
   return {
     query: {
-      where: parsed.where ? compileWhere(parsed.where, spec.symbols, flavor) : undefined,
+      where: where ? compileWhere(where, spec.symbols, flavor) : undefined,
       sort,
       offset,
       limit,

@@ -169,6 +169,13 @@ export interface IsTrueExpr {
   pos: number;
 }
 
+/** `true` or `false` standing alone as a condition: every row, or none. */
+export interface ConstantExpr {
+  kind: 'constant';
+  value: boolean;
+  pos: number;
+}
+
 /** `isEmpty(setField)`. */
 export interface IsEmptyExpr {
   kind: 'isEmpty';
@@ -185,7 +192,8 @@ export type Expr =
   | BetweenExpr
   | ContainsExpr
   | IsTrueExpr
-  | IsEmptyExpr;
+  | IsEmptyExpr
+  | ConstantExpr;
 
 /** The leaf predicates that test a subject against literals. */
 export type SubjectExpr = CompareExpr | InExpr | BetweenExpr | ContainsExpr;

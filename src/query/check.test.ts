@@ -61,6 +61,11 @@ describe('checkQuery accepts well-typed filters', () => {
     'tags.x != null',
     'tags.my-key_2 = "v"',
     '',
+    'true',
+    'false',
+    'not true',
+    'true and name = "a"',
+    'true sort by name limit 100',
     'limit none',
     'sort by name desc, createdAt, id skip 5 limit 10',
   ])('%j', (text) => {

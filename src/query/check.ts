@@ -13,6 +13,7 @@
 //                  operator), true/false (= !=) or null (= !=). Numbers and datetimes never match a tag
 //                  value and are refused.
 //   tag keys       [A-Za-z0-9_-], 1 to 256 characters (TAG_KEY_PATTERN); no dots.
+//   true / false   alone, a condition that names no field: nothing to check.
 
 import type { Expr, FieldRef, FilterField, FilterSymbols, Literal, Subject, SubjectExpr } from './ast.js';
 import { normaliseDateTime } from './datetime.js';
@@ -268,6 +269,8 @@ export function checkWhere(expr: Expr, symbols: FilterSymbols): void {
       return;
     case 'isEmpty':
       resolveSet(expr.field, symbols, expr.pos);
+      return;
+    case 'constant':
       return;
     default:
       checkSubjectExpr(expr, symbols);

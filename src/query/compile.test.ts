@@ -242,6 +242,19 @@ const cases: Array<[string, number[]]> = [
   ['not allOf(roleAttributes) = "a"', [1, 4, 5, 6, 7, 8]],
   ['not tags.env = null', [1, 2, 4, 7, 8]],
   ['name = "x" limit 5', []],
+  // true and false: every row, or none (nulls included), alone or combined
+  ['true', ALL],
+  ['TRUE', ALL],
+  ['false', []],
+  ['not true', []],
+  ['not false', ALL],
+  ['(true)', ALL],
+  ['true and name = "Alpha"', [1]],
+  ['false and name = "Alpha"', []],
+  ['true or name = "Alpha"', ALL],
+  ['false or name = "Alpha"', [1]],
+  ['not (true and isSystem)', [2, 3, 4, 6, 7, 8]],
+  ['true limit 100', ALL],
 ];
 
 describe('compileWhere on SQLite', () => {
@@ -333,7 +346,7 @@ describe('filter text never becomes SQL text', () => {
   });
 
   it.each([
-    ['name = "a" or 1=1', 15, 'expected a field name, "not" or "(", found number 1'],
+    ['name = "a" or 1=1', 15, 'expected a field name, true, false, "not" or "(", found number 1'],
     ['name = "a" or 1 = 1', 15, 'found number 1'],
     ['name = "a" -- comment', 12, 'unexpected character "-"'],
     ['name = "a" /* comment */', 12, 'unexpected character "/"'],

@@ -32,6 +32,7 @@ const COMPARE: Record<Exclude<CompareOp, '!='>, (a: Value, b: Value) => Bool> = 
   '>=': (a, b) => sql<SqlBool>`(${a} >= ${b})`,
 };
 
+const TRUE: Bool = sql<SqlBool>`(1 = 1)`;
 const FALSE: Bool = sql<SqlBool>`(1 = 0)`;
 
 function not(p: Bool): Bool {
@@ -72,6 +73,8 @@ class Compiler {
         const empty = sql<SqlBool>`(coalesce(${this.flavor.arrayLength(column)}, 0) = 0)`;
         return negate ? not(empty) : empty;
       }
+      case 'constant':
+        return e.value !== negate ? TRUE : FALSE;
       default:
         return this.subjectExpr(e, negate);
     }

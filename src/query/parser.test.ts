@@ -44,6 +44,8 @@ function show(e: Expr): string {
       return e.field.name;
     case 'isEmpty':
       return `(isEmpty ${e.field.name})`;
+    case 'constant':
+      return `#${e.value}`;
   }
 }
 
@@ -133,6 +135,56 @@ describe('parseFilter: precedence, parentheses, keyword case', () => {
   it('keeps field names case-sensitive', () => {
     expect(where('Name = "a"')).toBe('(= Name "a")');
     expect(where('Zeta_9 = "a" and _z')).toBe('(and (= Zeta_9 "a") _z)');
+  });
+});
+
+// behaviour.md §3: `true` (or `false`) alone is a whole condition; as a primary it also combines.
+describe('parseFilter: true and false as conditions', () => {
+  it.each([
+    ['true', '#true'],
+    ['false', '#false'],
+    ['TRUE', '#true'],
+    ['False', '#false'],
+    [' true ', '#true'],
+    ['(true)', '#true'],
+    ['not true', '(not #true)'],
+    ['not false', '(not #false)'],
+    ['true and name = "x"', '(and #true (= name "x"))'],
+    ['name = "x" or false', '(or (= name "x") #false)'],
+    ['isSystem and true or false', '(or (and isSystem #true) #false)'],
+    ['not (true and isSystem)', '(not (and #true isSystem))'],
+  ])('%j → %s', (text, expected) => {
+    expect(where(text)).toBe(expected);
+  });
+
+  it('keeps the position of the literal', () => {
+    expect(parseFilter('  true').where).toEqual({ kind: 'constant', value: true, pos: 2 });
+  });
+
+  it.each([
+    ['true sort by name limit 100', true, { sort: [{ field: 'name', direction: 'asc' }], limit: 100 }],
+    ['true limit none', true, { limit: 'none' }],
+    ['false skip 5', false, { skip: 5 }],
+    ['TRUE SORT BY name DESC', true, { sort: [{ field: 'name', direction: 'desc' }] }],
+  ] as const)('%j takes the trailing clauses', (text, value, clauses) => {
+    const q = parseFilter(text);
+    expect(q.where).toMatchObject({ kind: 'constant', value });
+    expect(q).toMatchObject(clauses);
+  });
+
+  it.each([
+    ['true = true', 6, 'expected "and", "or", "sort by", "skip", "limit" or end of filter, found "="'],
+    ['true isSystem', 6, 'found "isSystem"'],
+    ['true true', 6, 'found keyword "true"'],
+    ['null', 1, 'expected a field name, true, false, "not" or "(", found keyword "null"'],
+    ['true and', 9, 'expected a field name, true, false, "not" or "(", found end of filter'],
+    ['anyOf(true) = "a"', 7, 'expected a field name inside anyOf(...), found keyword "true"'],
+    ['sort by true', 9, 'expected a field name to sort by, found keyword "true"'],
+  ])('refuses %j at character %i', (text, pos, fragment) => {
+    const err = apiError(() => parseFilter(text));
+    expect(err.code).toBe('INVALID_FILTER');
+    expect(position(err)).toBe(pos);
+    expect((err.cause as { reason: string }).reason).toContain(fragment);
   });
 });
 
@@ -242,7 +294,7 @@ describe('parseFilter: errors name the character position (1-based)', () => {
     ['name = "a" ; x', 12, 'unexpected character ";"'],
     ['name ~ 1', 6, 'unexpected character "~"'],
     ['é = 1', 1, 'unexpected character "é"'],
-    ['[x] = 1', 1, 'expected a field name, "not" or "(", found "["'],
+    ['[x] = 1', 1, 'expected a field name, true, false, "not" or "(", found "["'],
     ['tags. = "a"', 6, 'expected a name after "." in "tags."'],
     ['createdAt = datetime(2026-01-02T03:04:05Z', 13, 'unterminated datetime'],
     ['createdAt = datetime(2026-13-02T03:04:05Z)', 22, 'invalid datetime "2026-13-02T03:04:05Z"'],
@@ -259,11 +311,11 @@ describe('parseFilter: errors name the character position (1-based)', () => {
     ['a and (b or (c)', 16, 'to close the "(" at character 7'],
     ['name = "a")', 11, 'expected "and", "or", "sort by", "skip", "limit" or end of filter, found ")"'],
     ['name = "a" name = "b"', 12, 'expected "and", "or"'],
-    ['and = 1', 1, 'expected a field name, "not" or "(", found keyword "and"'],
+    ['and = 1', 1, 'expected a field name, true, false, "not" or "(", found keyword "and"'],
     ['= 1', 1, 'expected a field name'],
-    ['"name" = "a"', 1, 'expected a field name, "not" or "(", found string "name"'],
-    ['datetime(2026-01-01T00:00:00Z) = 1', 1, 'expected a field name, "not" or "(", found "datetime(2026-01-01T00:00:00Z)"'],
-    ['name = "a" and', 15, 'expected a field name, "not" or "(", found end of filter'],
+    ['"name" = "a"', 1, 'expected a field name, true, false, "not" or "(", found string "name"'],
+    ['datetime(2026-01-01T00:00:00Z) = 1', 1, 'expected a field name, true, false, "not" or "(", found "datetime(2026-01-01T00:00:00Z)"'],
+    ['name = "a" and', 15, 'expected a field name, true, false, "not" or "(", found end of filter'],
     ['name = "a" or or b', 15, 'found keyword "or"'],
     ['not', 4, 'found end of filter'],
     ['()', 2, 'expected a field name'],

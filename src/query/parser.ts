@@ -5,6 +5,7 @@
 //   and        := unary ("and" unary)*
 //   unary      := "not" unary | primary
 //   primary    := "(" or ")"
+//               | "true" | "false"             -- a whole condition: every row, or none
 //               | "isEmpty" "(" name ")"
 //               | subject [predicate]          -- no predicate: a bare boolean field
 //   subject    := name | ("anyOf" | "allOf" | "count") "(" name ")"
@@ -289,8 +290,13 @@ class Parser {
       this.leave();
       return inner;
     }
+    if (this.isKw('true') || this.isKw('false')) {
+      this.next();
+      this.countPredicate(tok);
+      return { kind: 'constant', value: this.isKw('true', tok), pos: tok.pos };
+    }
     if (tok.kind !== 'ident' || RESERVED.has(tok.text.toLowerCase())) {
-      this.fail(tok, 'a field name, "not" or "("');
+      this.fail(tok, 'a field name, true, false, "not" or "("');
     }
     this.next();
     if (this.peek().kind === 'lparen') {
