@@ -229,7 +229,10 @@ function secretOf(provisioningUrl: string): string {
   return secret.replace(/(.{4})(?=.)/g, '$1 ');
 }
 
-/** Mid-login enrollment: the QR code, the key for typing by hand, the recovery codes, the verify form. */
+/**
+ * Mid-login enrollment: the QR code, the key for typing by hand, the recovery codes, the verify form.
+ * An error is shown beside the code field, which has the focus, so it is in view on a small screen.
+ */
 export function enrollPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>, view: EnrollmentView, opts: CodePageOptions = {}): Page {
   const codes = view.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('');
   return {
@@ -238,7 +241,7 @@ export function enrollPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>,
     formAction: formActionSources(authRequest),
     ...(opts.headers ? { headers: opts.headers } : {}),
     body: `<h1>Set up two-step verification</h1>
-${alert(opts.error)}<p>Signing in to this application needs a code from an authenticator app. Scan the QR code with the app, or type the key into it by hand.</p>
+<p>Signing in to this application needs a code from an authenticator app. Scan the QR code with the app, or type the key into it by hand.</p>
 <img class="qr" src="data:image/png;base64,${escapeHtml(view.qrPng.toString('base64'))}" alt="QR code of the key for your authenticator app" width="192" height="192">
 <h2>Key for typing by hand</h2>
 <p><code class="secret" id="secret">${escapeHtml(secretOf(view.provisioningUrl))}</code></p>
@@ -247,10 +250,10 @@ ${alert(opts.error)}<p>Signing in to this application needs a code from an authe
 <p><code class="secret" id="provisioning-url">${escapeHtml(view.provisioningUrl)}</code></p>
 </details>
 <h2>Recovery codes</h2>
-<p>Write these codes down and keep them somewhere safe. If you lose the device with the app, each code signs you in once in place of an app code. They are not shown again.</p>
+<p>Write these codes down and keep them somewhere safe. If you lose the device with the app, each code signs you in once in place of an app code. Once set-up is confirmed they are not shown again.</p>
 <ol class="codes" id="recovery-codes">${codes}</ol>
 <h2>Confirm</h2>
-<form method="post" action="${PATHS.enrollVerify}">
+${alert(opts.error)}<form method="post" action="${PATHS.enrollVerify}">
 ${hidden('authRequestId', authRequest.id)}
 <label for="code">Code the app shows now</label>
 <input id="code" name="code" autocomplete="one-time-code" inputmode="numeric" pattern="[0-9]{6}" minlength="6" maxlength="6" required${retried(opts.error)}>
