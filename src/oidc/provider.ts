@@ -172,6 +172,15 @@ export class OidcProvider {
     return withQuery(request.redirectUri, { code, state: request.state, iss: issuer });
   }
 
+  /**
+   * The person abandoned the login: the request ends and the client is told so (RFC 6749
+   * §4.1.2.1, access_denied); answers the URL the client is redirected to.
+   */
+  deny(request: AuthRequest, issuer: string, description: string): string {
+    this.requests.end(request);
+    return withQuery(request.redirectUri, { error: 'access_denied', error_description: description, state: request.state, iss: issuer });
+  }
+
   // ---- token endpoint -------------------------------------------------------------------------
 
   async exchangeCode(p: Record<string, string | undefined>, issuer: string): Promise<TokenAnswer> {

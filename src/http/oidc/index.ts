@@ -7,7 +7,7 @@ import type { BindPoint, ListenerConfig } from '../../config/index.js';
 import type { Core } from '../../app/core.js';
 import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
 import { OAuthError } from '../../oidc/errors.js';
-import type { AuthRequest } from '../../oidc/flow.js';
+import { TOTP_FACTOR, type AuthRequest } from '../../oidc/flow.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
@@ -17,7 +17,17 @@ import { JWS_ALGORITHMS } from '../../oidc/jws.js';
 import { bearerToken, checkingBearer, CHALLENGE, peerCertificate } from '../credentials.js';
 import { handleError, handleNotFound } from '../errors.js';
 import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
-import { loginPage } from './login-page.js';
+import {
+  enrollPage,
+  messagePage,
+  passwordPage,
+  renderLoginError,
+  sendPage,
+  totpPage,
+  wantsHtml,
+  type EnrollmentView,
+  type Retry,
+} from './pages.js';
 
 export interface OidcApiOptions {
   core: Core;
@@ -32,6 +42,12 @@ declare module 'fastify' {
     /** Errors of this route are RFC 6749 objects rather than the API error envelope. */
     oauth?: boolean;
   }
+}
+
+/** What a login step knows so far: whether a browser asked, and which form a failure shows again. */
+interface StepContext {
+  html: boolean;
+  retry: Retry | (() => Promise<Retry>);
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -99,7 +115,29 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
       for (const url of ['/authorization', '/authorize']) app.route({ method: ['GET', 'POST'], url, config: { oauth: true }, handler: authorization });
 
       // ---- login ------------------------------------------------------------------------------
-      const login = (method: LoginMethod) => async (request: FastifyRequest, reply: FastifyReply) => {
+      /**
+       * Runs a login step. A browser (wantsHtml) is answered with pages: a failure shows the form of
+       * the step it happened in, as far as the step had got (`ctx.retry`), with the error on it.
+       */
+      const loginStep =
+        (step: (request: FastifyRequest, reply: FastifyReply, ctx: StepContext) => Promise<unknown>) =>
+        async (request: FastifyRequest, reply: FastifyReply) => {
+          const ctx: StepContext = { html: wantsHtml(request), retry: { step: 'none' } };
+          if (!ctx.html) return step(request, reply, ctx);
+          try {
+            return await step(request, reply, ctx);
+          } catch (err) {
+            let retry: Retry = { step: 'none' };
+            try {
+              retry = typeof ctx.retry === 'function' ? await ctx.retry() : ctx.retry;
+            } catch {
+              // The form cannot be shown again (its enrollment is gone, say): the error alone is.
+            }
+            return renderLoginError(request, reply, err, retry);
+          }
+        };
+
+      const login = (method: LoginMethod) => async (request: FastifyRequest, reply: FastifyReply, ctx: StepContext) => {
         const body = (request.body ?? {}) as Record<string, unknown>;
         const query = (request.query ?? {}) as Record<string, unknown>;
         const { configTypes: bodyConfigTypes, ...bodyRest } = typeof body === 'object' && !Array.isArray(body) ? body : {};
@@ -108,22 +146,15 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         const id = p.authRequestId ?? p.authRequestID ?? p.id;
         if (id === undefined) throw fieldError('authRequestId', 'is required');
         if (method === 'password' && request.method === 'GET' && p.username === undefined && p.password === undefined) {
-          core.oidc.requests.get(id);
-          return reply
-            .type('text/html; charset=utf-8')
-            .headers({
-              ...NO_STORE,
-              // No form-action: browsers apply it to the redirect that follows the post, to the client's callback.
-              'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-              'x-frame-options': 'DENY',
-            })
-            .send(loginPage(`${OIDC_PATH}/login/password`, id));
+          // A browser that followed the authorization redirect, whatever its Accept: the form.
+          return sendPage(reply, passwordPage(core.oidc.requests.get(id)));
         }
         if (method === 'password') {
           if (p.username === undefined) throw fieldError('username', 'is required');
           if (p.password === undefined) throw fieldError('password', 'is required');
         }
         const authRequest = core.oidc.requests.get(id);
+        if (method === 'password') ctx.retry = { step: 'password', authRequest, ...(p.username !== undefined ? { username: p.username } : {}) };
         if (authRequest.status === 'complete') throw new ApiError('COULD_NOT_VALIDATE', 'the authorization request is already complete');
         core.oidc.requests.addConfigTypes(authRequest, [...listOf(bodyConfigTypes), ...listOf(queryConfigTypes)]);
         let primary;
@@ -147,7 +178,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           isCertExtendable: method === 'cert' && primary.authenticator.isIssuedByNetwork === true,
           ipAddress: request.ip,
         });
-        return answerLogin(request, reply, authRequest);
+        return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
       };
 
       /** 302 to the client with the code when complete; else 200 with what is still asked for. */
@@ -162,13 +193,54 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           .send({ authQueries: core.oidc.requests.queries(authRequest) });
       };
 
+      /**
+       * The browser's answer to a login step: the redirect to the client when complete, else the page
+       * of the factor still outstanding — the TOTP form, or the enrollment of an authenticator app
+       * when the identity has none yet (started here as POST /oidc/login/totp/enroll starts it).
+       */
+      const renderStep = async (request: FastifyRequest, reply: FastifyReply, authRequest: AuthRequest) => {
+        if (authRequest.status === 'complete') return answerLogin(request, reply, authRequest);
+        if (!authRequest.outstanding.includes(TOTP_FACTOR.id)) {
+          return sendPage(
+            reply,
+            messagePage(200, 'One more step', 'This sign-in needs a further step that only the application can take. Go back to the application to finish signing in.'),
+          );
+        }
+        const identity = await identityOf(authRequest);
+        const view = (await core.mfa.isEnrolled(identity.id)) ? undefined : await enrollmentOf(identity);
+        return sendPage(reply, view ? enrollPage(authRequest, view) : totpPage(authRequest));
+      };
+
+      /** The identity of a request's primary login, while it still exists. */
+      const identityOf = async (authRequest: AuthRequest) => {
+        const identity = authRequest.primary && (await core.identities.get(authRequest.primary.identityId));
+        if (!identity) throw new ApiError('INVALID_AUTH', 'the identity of this sign-in no longer exists');
+        return identity;
+      };
+
+      /**
+       * The unconfirmed enrollment of an identity, started now when it has none (a second start, or
+       * one racing this, finds the first); undefined when it has been confirmed meanwhile.
+       */
+      const enrollmentOf = async (identity: { id: string; name: string }): Promise<EnrollmentView | undefined> => {
+        let view;
+        try {
+          view = await core.mfa.start(identity);
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'MFA_EXISTS')) throw err;
+          view = await core.mfa.detail(identity);
+        }
+        if (view.isVerified || view.provisioningUrl === undefined) return undefined;
+        return { provisioningUrl: view.provisioningUrl, recoveryCodes: view.recoveryCodes ?? [], qrPng: await core.mfa.qrCode(identity) };
+      };
+
       for (const [path, method] of [
         ['password', 'password'],
         ['username', 'password'],
         ['cert', 'cert'],
         ['ext-jwt', 'ext-jwt'],
       ] as const) {
-        app.route({ method: ['GET', 'POST'], url: `/login/${path}`, handler: login(method) });
+        app.route({ method: ['GET', 'POST'], url: `/login/${path}`, handler: loginStep(login(method)) });
       }
 
       app.get('/login/auth-queries', async (request, reply) => {
@@ -181,6 +253,85 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           .type(JSON_TYPE)
           .send({ authQueries: core.oidc.requests.queries(authRequest) });
       });
+
+      // ==== TOTP steps of a login ===================================================================
+      // POST /login/totp and POST /login/totp/enroll/verify as the browser pages use them (form
+      // fields `id` and `code`, `authRequestId` and `code`), and the cancel button of the enrollment
+      // page (a form cannot send DELETE). A JSON caller gets what the login endpoints answer: the
+      // redirect, or the queries still outstanding; a wrong code is 400 (behaviour.md §6).
+
+      /** The identity whose TOTP is outstanding on the request, or 400. */
+      const totpOutstanding = (authRequest: AuthRequest): string => {
+        if (!authRequest.primary || !authRequest.outstanding.includes(TOTP_FACTOR.id)) {
+          throw new ApiError('COULD_NOT_VALIDATE', 'TOTP is not outstanding for this authorization request');
+        }
+        return authRequest.primary.identityId;
+      };
+
+      /** Runs a code check for the request; a wrong code counts on the request and is 400. */
+      const checkingCode = async (authRequest: AuthRequest, check: () => Promise<unknown>): Promise<void> => {
+        try {
+          await check();
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
+          core.oidc.requests.factorFailed(authRequest);
+          throw fieldError('code', 'is not a valid TOTP or recovery code');
+        }
+      };
+
+      const requestOf = (p: Params, ...names: string[]): AuthRequest => {
+        const id = names.map((n) => p[n]).find((v) => v !== undefined);
+        if (id === undefined) throw fieldError(names[0]!, 'is required');
+        return core.oidc.requests.get(id);
+      };
+
+      app.post(
+        '/login/totp',
+        loginStep(async (request, reply, ctx) => {
+          const p = requestParams(request, apiBad);
+          const authRequest = requestOf(p, 'id', 'authRequestId', 'authRequestID');
+          ctx.retry = { step: 'totp', authRequest };
+          if (p.code === undefined) throw fieldError('code', 'is required');
+          const identityId = totpOutstanding(authRequest);
+          await checkingCode(authRequest, () => core.mfa.authenticate(identityId, p.code!, { authRequestId: authRequest.id }));
+          core.oidc.requests.satisfy(authRequest, TOTP_FACTOR.id, 'totp');
+          return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
+        }),
+      );
+
+      app.post(
+        '/login/totp/enroll/verify',
+        loginStep(async (request, reply, ctx) => {
+          const p = requestParams(request, apiBad);
+          const authRequest = requestOf(p, 'authRequestId', 'authRequestID', 'id');
+          const identityId = totpOutstanding(authRequest);
+          // Shown again only when the check fails, so the enrollment is read again only then.
+          ctx.retry = async (): Promise<Retry> => {
+            const view = await enrollmentOf(await identityOf(authRequest));
+            return view ? { step: 'enroll', authRequest, view } : { step: 'totp', authRequest };
+          };
+          if (p.code === undefined) throw fieldError('code', 'is required');
+          await checkingCode(authRequest, () => core.mfa.verify(identityId, p.code!, { authRequestId: authRequest.id }));
+          core.oidc.requests.satisfy(authRequest, TOTP_FACTOR.id, 'totp');
+          return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
+        }),
+      );
+
+      // The person gives up instead of enrolling: the unconfirmed enrollment is removed (as DELETE
+      // /login/totp/enroll removes it), the request ends and the client hears access_denied.
+      app.post(
+        '/login/totp/enroll/cancel',
+        loginStep(async (request, reply) => {
+          const p = requestParams(request, apiBad);
+          const authRequest = requestOf(p, 'authRequestId', 'authRequestID', 'id');
+          const identityId = totpOutstanding(authRequest);
+          const enrollment = await core.mfa.of(identityId);
+          if (enrollment && !enrollment.isVerified) await core.mfa.remove(identityId, '', { authRequestId: authRequest.id });
+          const location = core.oidc.deny(authRequest, issuerOf(request), 'the sign-in was cancelled');
+          return reply.code(302).headers(NO_STORE).header('location', location).send();
+        }),
+      );
+      // ==== end of the TOTP steps ====================================================================
 
       // ---- token ------------------------------------------------------------------------------
       const token = async (request: FastifyRequest, reply: FastifyReply) => {
