@@ -43,6 +43,71 @@ describe('the kernel', () => {
     }
   });
 
+  it('writes arriving together share one transaction; one that throws is rolled back alone', async () => {
+    const seen: string[] = [];
+    const stop = kernel.changes.subscribe((c) => void seen.push(`${c.kind} ${c.id}`));
+    let transactions = 0;
+    const transaction = store.transaction.bind(store);
+    store.transaction = (fn) => {
+      transactions++;
+      return transaction(fn);
+    };
+    try {
+      const writes = ['g1', 'g2', 'g3', 'g4', 'g5'].map((id) =>
+        kernel.write(async (ctx) => {
+          await ctx.insert('identity-types', identityType(id));
+          if (id === 'g3') {
+            // its insert is undone with it, the others stay
+            await ctx.update('identity-types', 'g1', { name: 'changed by g3' });
+            throw new Error('g3 refused');
+          }
+          return id;
+        }),
+      );
+      const outcomes = await Promise.allSettled(writes);
+      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).toEqual(['g1', 'g2', 'g3 refused', 'g4', 'g5']);
+      // the first ran alone; the four that came while it ran shared the next transaction
+      expect(transactions).toBe(2);
+      const rows = await store.db.selectFrom('identity_types').select(['id', 'name']).where('id', 'like', 'g%').orderBy('id').execute();
+      expect(rows).toEqual([
+        { id: 'g1', name: 'g1' },
+        { id: 'g2', name: 'g2' },
+        { id: 'g4', name: 'g4' },
+        { id: 'g5', name: 'g5' },
+      ]);
+      expect(seen).toEqual(['create g1', 'create g2', 'create g4', 'create g5']);
+    } finally {
+      store.transaction = transaction;
+      stop();
+    }
+  });
+
+  it('a batch whose commit fails fails every write of it, and the next writes go on', async () => {
+    const transaction = store.transaction.bind(store);
+    let fail = true;
+    store.transaction = async (fn) => {
+      const result = await transaction(async (tx) => {
+        const value = await fn(tx);
+        if (fail) throw new Error('the disk is full');
+        return value;
+      });
+      return result;
+    };
+    try {
+      const both = await Promise.allSettled([
+        kernel.write((ctx) => ctx.insert('identity-types', identityType('f1'))),
+        kernel.write((ctx) => ctx.insert('identity-types', identityType('f2'))),
+      ]);
+      expect(both.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+      fail = false;
+      await kernel.write((ctx) => ctx.insert('identity-types', identityType('f3')));
+      const ids = (await store.db.selectFrom('identity_types').select('id').where('id', 'like', 'f%').execute()).map((r) => r.id);
+      expect(ids).toEqual(['f3']);
+    } finally {
+      store.transaction = transaction;
+    }
+  });
+
   it('announces nothing for a write that rolls back', async () => {
     const seen: Change[] = [];
     const stop = kernel.changes.subscribe((c) => void seen.push(c));

@@ -11,7 +11,8 @@ import { resourceDefs, type EntityOf, type ResourceName } from '../resources/ind
 import type { ResourceDef } from '../resources/kit.js';
 import { Repository, type Entity } from '../store/repository.js';
 import type { Store, Tx } from '../store/store.js';
-import { InProcessFeed, type Change, type ChangeFeed } from './changes.js';
+import { sql } from 'kysely';
+import { InProcessFeed, type Change, type ChangeFeed, type ChangeRecord } from './changes.js';
 
 /** The caller of a write, for rules that depend on who writes (granting admin, say). */
 export interface Actor {
@@ -79,52 +80,117 @@ export class Kernel {
   }
 
   /**
-   * Runs fn in one transaction with a write context. After the commit: the after-commit work, then
-   * the delivery of the changes, awaited. Listener failures are logged by the feed and never fail
-   * the write; after-commit failures are logged likewise.
+   * Runs fn in a store transaction with a write context, atomically: all it writes commits, or
+   * (when it throws) none of it does and nothing is announced. After the commit: the after-commit
+   * work, then the delivery of the changes, awaited. Listener failures are logged by the feed and
+   * never fail the write; after-commit failures are logged likewise.
+   *
+   * Writes that arrive while a transaction is running wait and then share the next one, each in a
+   * savepoint of its own (group commit): a durable commit costs a flush to disk, which one flush for
+   * many writes pays once. A write that throws is rolled back to its savepoint alone. Changes are
+   * delivered in commit order, each write's before the next's, and the next batch starts only once
+   * they are: so a change listener must not wait for a write.
    */
-  async write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
-    const after: (() => void)[] = [];
-    let record: ReturnType<ChangeFeed['begin']> | undefined;
-    const result = await this.store.transaction(async (tx) => {
-      const changes = this.changes.begin(tx);
-      record = changes;
-      const ctx: WriteContext = {
-        ...(actor ? { actor } : {}),
-        tx,
-        now: iso(this.clock()),
-        afterCommit: (f) => after.push(f),
-        changed: (change) => changes.record(change),
-        insert: async (name, entity) => {
-          const repo = this.repo(name);
-          await repo.insert(tx, entity);
-          changes.record(withOwner({ collection: name, kind: 'create', id: String(entity.id) }, ownerOf(repo.def, entity)));
-        },
-        update: async (name, id, values, ownerId) => {
-          if (!(await this.repo(name).update(tx, id, values))) return false;
-          changes.record(withOwner({ collection: name, kind: 'update', id }, ownerId));
-          return true;
-        },
-        remove: async (name, id, ownerId) => {
-          if (!(await this.repo(name).delete(tx, id))) return false;
-          changes.record(withOwner({ collection: name, kind: 'delete', id }, ownerId));
-          return true;
-        },
-      };
-      const value = await fn(ctx);
-      await changes.seal();
-      return value;
+  write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, actor, resolve: resolve as (value: unknown) => void, reject } as QueuedWrite);
+      if (!this.draining) void this.drain();
     });
-    for (const f of after) {
-      try {
-        f();
-      } catch (err) {
-        this.log?.error({ err }, 'work after a commit failed');
-      }
-    }
-    await record!.deliver();
-    return result;
   }
+
+  private readonly queue: QueuedWrite[] = [];
+  private draining = false;
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        const done: { write: QueuedWrite; value: unknown; after: (() => void)[]; record: ChangeRecord }[] = [];
+        const failed: { write: QueuedWrite; err: unknown }[] = [];
+        try {
+          await this.store.transaction(async (tx) => {
+            for (const write of batch) {
+              // One write alone needs no savepoint: its failure rolls the transaction back.
+              const alone = batch.length === 1;
+              if (!alone) await sql`savepoint kernel_write`.execute(tx);
+              const after: (() => void)[] = [];
+              const record = this.changes.begin(tx);
+              try {
+                const value = await write.fn(this.context(tx, write.actor, after, record));
+                await record.seal();
+                if (!alone) await sql`release savepoint kernel_write`.execute(tx);
+                done.push({ write, value, after, record });
+              } catch (err) {
+                if (alone) throw err;
+                await sql`rollback to savepoint kernel_write`.execute(tx);
+                await sql`release savepoint kernel_write`.execute(tx);
+                failed.push({ write, err });
+              }
+            }
+          });
+        } catch (err) {
+          // The commit failed (or a write alone threw): nothing of the batch was written.
+          for (const write of batch) write.reject(err);
+          continue;
+        }
+        for (const { write, err } of failed) write.reject(err);
+        for (const { write, value, after, record } of done) {
+          for (const f of after) {
+            try {
+              f();
+            } catch (err) {
+              this.log?.error({ err }, 'work after a commit failed');
+            }
+          }
+          try {
+            await record.deliver();
+            write.resolve(value);
+          } catch (err) {
+            write.reject(err);
+          }
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** The write context of one write inside the batch's transaction. */
+  private context(tx: Tx, actor: Actor | undefined, after: (() => void)[], changes: ChangeRecord): WriteContext {
+    return {
+      ...(actor ? { actor } : {}),
+      tx,
+      now: iso(this.clock()),
+      afterCommit: (f) => after.push(f),
+      changed: (change) => changes.record(change),
+      insert: async (name, entity) => {
+        const repo = this.repo(name);
+        await repo.insert(tx, entity);
+        changes.record(withOwner({ collection: name, kind: 'create', id: String(entity.id) }, ownerOf(repo.def, entity)));
+      },
+      update: async (name, id, values, ownerId) => {
+        if (!(await this.repo(name).update(tx, id, values))) return false;
+        changes.record(withOwner({ collection: name, kind: 'update', id }, ownerId));
+        return true;
+      },
+      remove: async (name, id, ownerId) => {
+        if (!(await this.repo(name).delete(tx, id))) return false;
+        changes.record(withOwner({ collection: name, kind: 'delete', id }, ownerId));
+        return true;
+      },
+    };
+  }
+}
+
+/** Writes sharing one transaction at most. */
+export const MAX_BATCH = 100;
+
+interface QueuedWrite {
+  fn: (ctx: WriteContext) => Promise<unknown>;
+  actor: Actor | undefined;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
 }
 
 /** The owner of a record of `def`, when the definition names an owner field. */
