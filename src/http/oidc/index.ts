@@ -146,6 +146,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           rules: primary.rules,
           isCertExtendable: method === 'cert' && primary.authenticator.isIssuedByNetwork === true,
           ipAddress: request.ip,
+          isTotpEnrolled: primary.isTotpEnrolled,
         });
         return answerLogin(request, reply, authRequest);
       };
