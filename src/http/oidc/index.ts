@@ -2,7 +2,7 @@
 // at the root and under /oidc, authorization, the login endpoints driven by `authRequestId`,
 // auth-queries, token, keys, userinfo and end_session. Routes parse and render; src/oidc decides.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, fieldError } from '../../errors.js';
+import { ApiError, fieldError, OIDC_STATUS } from '../../errors.js';
 import type { BindPoint, ListenerConfig } from '../../config/index.js';
 import type { Core } from '../../app/core.js';
 import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
@@ -36,6 +36,8 @@ declare module 'fastify' {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+/** A TOTP code has 6 digits and a recovery code 6 characters; room is left for spaces typed around. */
+const MAX_CODE = 32;
 
 /** Login paths by method; `username` is an alias of `password`. */
 const LOGIN_PATHS: Record<LoginMethod, string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
@@ -73,7 +75,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           if (!(err instanceof ApiError) && status >= 400 && status < 500) oauth = new OAuthError('invalid_request', (err as Error).message);
           if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') oauth = new OAuthError('invalid_request', err.message);
         }
-        if (!oauth) return handleError(err, request, reply);
+        if (!oauth) return handleError(err, request, reply, OIDC_STATUS);
         request.log.info({ error: oauth.error, status: oauth.status }, oauth.description);
         if (oauth.headers) reply.headers(oauth.headers);
         return reply.code(oauth.status).headers(NO_STORE).type(JSON_TYPE).send(oauth.body());
@@ -181,6 +183,38 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           .headers({ ...NO_STORE, ...core.oidc.requests.headers(authRequest) })
           .type(JSON_TYPE)
           .send({ authQueries: core.oidc.requests.queries(authRequest) });
+      });
+
+      // ---- TOTP: the secondary factor, and enrollment while the request waits -------------------
+      /** The authorization request a TOTP step names (`id`, `authRequestId` or `authRequestID`), and its code. */
+      const totpStep = (request: FastifyRequest, opts: { idField: string; needsCode: boolean }) => {
+        const p = requestParams(request, apiBad);
+        const id = p.id ?? p.authRequestId ?? p.authRequestID;
+        if (id === undefined) throw fieldError(opts.idField, 'is required');
+        if (opts.needsCode && p.code === undefined) throw fieldError('code', 'is required');
+        if (p.code !== undefined && p.code.length > MAX_CODE) throw fieldError('code', `must have at most ${MAX_CODE} characters`);
+        return { authRequest: core.oidc.requests.get(id), code: p.code ?? '' };
+      };
+
+      app.post('/login/totp', async (request, reply) => {
+        const { authRequest, code } = totpStep(request, { idField: 'id', needsCode: true });
+        return answerLogin(request, reply, await core.oidc.totp.login(authRequest, code));
+      });
+
+      app.post('/login/totp/enroll', async (request, reply) => {
+        const { authRequest } = totpStep(request, { idField: 'authRequestId', needsCode: false });
+        const enrollment = await core.oidc.totp.startEnrollment(authRequest);
+        return reply.code(201).headers(NO_STORE).type(JSON_TYPE).send(enrollment);
+      });
+
+      app.post('/login/totp/enroll/verify', async (request, reply) => {
+        const { authRequest, code } = totpStep(request, { idField: 'authRequestId', needsCode: true });
+        return answerLogin(request, reply, await core.oidc.totp.verifyEnrollment(authRequest, code));
+      });
+
+      app.delete('/login/totp/enroll', async (request, reply) => {
+        const { authRequest } = totpStep(request, { idField: 'authRequestId', needsCode: false });
+        return answerLogin(request, reply, await core.oidc.totp.cancelEnrollment(authRequest));
       });
 
       // ---- token ------------------------------------------------------------------------------
