@@ -1,16 +1,19 @@
 // TOTP in the OIDC flow over real HTTPS, openid-client (a certified relying party) as the client at
 // the controller's injected clock: the TOTP factor a policy or an enrollment asks for, enrollment
 // while the request waits, wrong, replayed and recovery codes, the attempt limit under parallel
-// requests, and the tokens and API session of such a login.
+// requests, the tokens and API session of such a login, and TOTP tokens on both Edge APIs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import { Secret, TOTP } from 'otpauth';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import {
   ADMIN_ENV,
   asAdmin,
   call,
   CLIENT,
   createIdentityWithPassword,
+  expectError,
+  expectMissingCredential,
   json,
   login,
   MGMT,
@@ -20,6 +23,7 @@ import {
 import { bearer, decodeJwt, httpsFetch } from './oidc-helpers.js';
 
 const REDIRECT = 'http://127.0.0.1:43211/callback';
+const BEARER_INVALID = 'Bearer realm="overlay-oidc" error="invalid" error_description="token is invalid"';
 
 let t: TestController;
 let port: number;
@@ -162,7 +166,7 @@ async function enrolled(u: Person) {
   const started = json(await call(t, 'POST', `${CLIENT}/current-identity/mfa`, { token, body: {} })).data;
   const codeAt = authenticatorApp(started.provisioningUrl);
   expect((await call(t, 'POST', `${CLIENT}/current-identity/mfa/verify`, { token, body: { code: codeAt(t.clock()) } })).statusCode).toBe(200);
-  return { codeAt, recoveryCodes: started.recoveryCodes as string[] };
+  return { codeAt, recoveryCodes: started.recoveryCodes as string[], legacyToken: token };
 }
 
 function totpQuery(isTotpEnrolled: boolean) {
@@ -385,5 +389,80 @@ describe('TOTP steps outside a partially authenticated request', () => {
       login_totp_enroll_endpoint: `${issuer}/login/totp/enroll`,
       login_totp_enroll_verify_endpoint: `${issuer}/login/totp/enroll/verify`,
     });
+  });
+});
+
+describe('POST /current-api-session/totp-token', () => {
+  it('answers a signed TOTP token to a bearer caller after a live code, and records the MFA pass', async () => {
+    const u = await person();
+    const { codeAt, recoveryCodes, legacyToken } = await enrolled(u);
+    t.clock.advance(30_000);
+    const flow = await begin();
+    await passwordLogin(flow, u);
+    const tokens = await finish(flow, await send('POST', '/oidc/login/totp', { id: flow.id, code: codeAt(t.clock()) }));
+    const access = decodeJwt(tokens.access_token).payload;
+    const path = `${CLIENT}/current-api-session/totp-token`;
+
+    expectMissingCredential(await call(t, 'POST', path, { body: { code: '123456' } }));
+    expectError(await call(t, 'POST', path, { headers: bearer(tokens.access_token), body: {} }), 400, 'COULD_NOT_VALIDATE', 'code');
+    // A legacy session has no access token to stand for.
+    expectError(await call(t, 'POST', path, { token: legacyToken, body: { code: codeAt(t.clock()) } }), 400, 'INVALID_BACKING_TOKEN_TYPE');
+    expectError(await call(t, 'POST', `${MGMT}/current-api-session/totp-token`, { token: legacyToken, body: { code: '123456' } }), 400, 'INVALID_BACKING_TOKEN_TYPE');
+    // Live TOTP codes only: a wrong one, a recovery code and the code already taken are refused.
+    expectError(await call(t, 'POST', path, { headers: bearer(tokens.access_token), body: { code: wrongCode(codeAt(t.clock())) } }), 401, 'MFA_INVALID_TOKEN');
+    expectError(await call(t, 'POST', path, { headers: bearer(tokens.access_token), body: { code: recoveryCodes[0] } }), 401, 'MFA_INVALID_TOKEN');
+    expectError(await call(t, 'POST', path, { headers: bearer(tokens.access_token), body: { code: codeAt(t.clock()) } }), 401, 'MFA_INVALID_TOKEN');
+
+    t.clock.advance(60_000);
+    const res = await call(t, 'POST', path, { headers: bearer(tokens.access_token), body: { code: codeAt(t.clock()) } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    const { issuedAt, token } = json(res).data;
+    const nowSeconds = Math.floor(t.clock() / 1000);
+    expect(issuedAt).toBe(new Date(nowSeconds * 1000).toISOString());
+    const jwks = createLocalJWKSet(t.app.core.oidc.keys.jwks() as Parameters<typeof createLocalJWKSet>[0]);
+    const { payload, protectedHeader } = await jwtVerify(token, jwks, { issuer: access.iss, audience: 'overlay', currentDate: new Date(t.clock()) });
+    expect(protectedHeader.kid).toBe(t.app.core.oidc.keys.current.kid);
+    expect(payload).toEqual({
+      iss: access.iss,
+      sub: u.id,
+      aud: access.aud,
+      iat: nowSeconds,
+      exp: nowSeconds + 1800,
+      jti: expect.any(String),
+      ov_asid: access.ov_asid,
+      ov_t: 't',
+    });
+    expect(payload.jti).not.toBe(access.jti);
+    // What MFA posture checks count from.
+    const session = await t.app.core.sessions.load(access.ov_asid);
+    expect([session!.isMfaComplete, session!.mfaPassedAt]).toEqual([true, t.clock()]);
+
+    // It is no access token: refused as a bearer by the Edge APIs and by userinfo.
+    const asBearer = await call(t, 'GET', `${CLIENT}/current-identity`, { headers: bearer(token) });
+    expectError(asBearer, 401, 'UNAUTHORIZED');
+    expect(asBearer.headers['www-authenticate']).toBe(BEARER_INVALID);
+    expect((await call(t, 'GET', `${MGMT}/current-identity`, { headers: bearer(token) })).statusCode).toBe(401);
+    expect((await send('GET', '/oidc/userinfo', undefined, { headers: bearer(token) })).status).toBe(401);
+
+    // The Management API makes them too.
+    t.clock.advance(30_000);
+    const mgmt = await call(t, 'POST', `${MGMT}/current-api-session/totp-token`, { headers: bearer(tokens.access_token), body: { code: codeAt(t.clock()) } });
+    expect(mgmt.statusCode, mgmt.body).toBe(200);
+    expect(decodeJwt(json(mgmt).data.token).payload).toMatchObject({ ov_t: 't', sub: u.id, ov_asid: access.ov_asid });
+  });
+
+  it('409 MFA_NOT_ENROLLED for a bearer caller without a confirmed enrollment', async () => {
+    const u = await person();
+    const flow = await begin();
+    const tokens = await finish(flow, await passwordLogin(flow, u));
+    expect(tokens.claims()!.amr).toEqual(['password']);
+    expectError(
+      await call(t, 'POST', `${CLIENT}/current-api-session/totp-token`, { headers: bearer(tokens.access_token), body: { code: '123456' } }),
+      409,
+      'MFA_NOT_ENROLLED',
+    );
+    const session = await t.app.core.sessions.load(decodeJwt(tokens.access_token).payload.ov_asid);
+    expect([session!.isMfaRequired, session!.isMfaComplete, session!.mfaPassedAt]).toEqual([false, false, null]);
   });
 });

@@ -69,7 +69,7 @@ export class OidcProvider {
   readonly grants: Grants;
   readonly tokens: TokenIssuer;
   readonly bearer: BearerVerifier;
-  /** TOTP steps of the login. */
+  /** TOTP steps of the login, and TOTP tokens. */
   readonly totp: TotpSteps;
   private readonly codes = new Map<string, CodeRecord>();
   private timer: NodeJS.Timeout | undefined;
@@ -85,7 +85,7 @@ export class OidcProvider {
     this.grants = new Grants(deps.kernel, clock, config.edge.oidc.refreshTokenDuration);
     this.tokens = new TokenIssuer(keys, clock, config.edge.oidc);
     this.bearer = new BearerVerifier(keys, issuers, clock, sessions, identities, revocations);
-    this.totp = new TotpSteps({ requests: this.requests, mfa: deps.mfa, identities });
+    this.totp = new TotpSteps({ requests: this.requests, mfa: deps.mfa, identities, sessions, tokens: this.tokens });
   }
 
   /** Loads (or makes, at first start) the signing keys under `<dataDir>/oidc`. */

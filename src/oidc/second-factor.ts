@@ -1,16 +1,28 @@
 // TOTP in the OIDC flow (controller-interface.md, "OIDC flow", secondary factors): the code that
-// satisfies the TOTP factor of a partially authenticated request, and the enrollment an identity not
-// yet enrolled makes while its request waits (start, confirm, abandon). Wrong codes count against
-// the authorization request and the identity (auth/mfa.ts).
+// satisfies the TOTP factor of a partially authenticated request, the enrollment an identity not yet
+// enrolled makes while its request waits (start, confirm, abandon), and the TOTP token a caller with
+// an access token asks for after a live code (POST /current-api-session/totp-token). Wrong codes
+// count against the authorization request (or the API session) and the identity (auth/mfa.ts).
 import { ApiError } from '../errors.js';
+import { iso } from '../clock.js';
+import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { Mfa, MfaView } from '../auth/mfa.js';
 import { TOTP_FACTOR, type AuthRequest, type AuthRequests, type PrimaryOutcome } from './flow.js';
+import type { AccessClaims, TokenIssuer } from './tokens.js';
 
 export interface TotpStepsDeps {
   requests: AuthRequests;
   mfa: Pick<Mfa, 'authenticate' | 'start' | 'verify' | 'cancel'>;
   identities: Pick<IdentityDirectory, 'get'>;
+  sessions: Pick<ApiSessions, 'setMfaComplete'>;
+  tokens: Pick<TokenIssuer, 'totpToken'>;
+}
+
+/** An API session's caller as the Edge APIs know it: with the access token's claims when it used one. */
+export interface TotpTokenCaller {
+  session: ApiSession;
+  bearer?: { claims: Pick<AccessClaims, 'iss' | 'sub' | 'aud' | 'ov_asid'> };
 }
 
 export class TotpSteps {
@@ -49,6 +61,21 @@ export class TotpSteps {
     const primary = this.waiting(request);
     await this.deps.mfa.cancel(primary.identityId);
     return request;
+  }
+
+  /**
+   * A TOTP token after a live TOTP code (no recovery code), for a caller with an OIDC access token
+   * only; the code is an MFA pass of the API session too, which MFA posture checks count from.
+   */
+  async token(caller: TotpTokenCaller, code: string): Promise<{ issuedAt: string; token: string }> {
+    if (!caller.bearer) {
+      throw new ApiError('INVALID_BACKING_TOKEN_TYPE', 'a TOTP token is made for callers with an OIDC access token, not a legacy session token');
+    }
+    const { claims } = caller.bearer;
+    await this.deps.mfa.authenticate(claims.sub, code, { apiSessionId: caller.session.id }, { recovery: false });
+    await this.deps.sessions.setMfaComplete(caller.session);
+    const made = this.deps.tokens.totpToken(claims);
+    return { issuedAt: iso(made.claims.iat * 1000), token: made.token };
   }
 
   /** The primary outcome of a request partially authenticated with TOTP outstanding; else refused. */
