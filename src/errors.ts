@@ -50,6 +50,15 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** Statuses an API answers some codes with instead of the catalogue's. */
+export type StatusOverrides = Partial<Record<ErrorCode, number>>;
+
+/**
+ * The OIDC API answers a wrong TOTP code with 400 (controller-interface.md, "Errors", OIDC
+ * specifics; behaviour.md §6), where the Edge APIs answer 401.
+ */
+export const OIDC_STATUS: StatusOverrides = { MFA_INVALID_TOKEN: 400 };
+
 /** A field problem: the first offending field of a request. */
 export interface FieldCause {
   field: string;

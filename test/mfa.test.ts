@@ -2,7 +2,7 @@
 // while a login waits for it), confirmation, logins completed with live and recovery codes, window
 // edges and replays, recovery codes, removal by the identity and by an admin, the attempt limit under
 // parallel requests, and what is kept at rest.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Secret, TOTP } from 'otpauth';
 import {
   ADMIN_ENV,
@@ -125,6 +125,22 @@ describe('TOTP enrollment', () => {
     expect((await call(t, 'DELETE', MFA, { token, body: { code: '' } })).statusCode).toBe(200);
     expectError(await call(t, 'GET', MFA, { token }), 404, 'MFA_ENROLLMENT_NOT_STARTED');
     expectError(await call(t, 'DELETE', MFA, { token }), 404, 'MFA_ENROLLMENT_NOT_STARTED');
+  });
+
+  it('a cancel read before a confirmation commits leaves the confirmed enrollment in place', async () => {
+    const { id, token } = await person();
+    const { provisioningUrl } = json(await call(t, 'POST', MFA, { token, body: {} })).data;
+    const unconfirmed = (await t.app.core.mfa.of(id))!;
+    expect((await call(t, 'POST', `${MFA}/verify`, { token, body: { code: app(provisioningUrl)(t.clock()) } })).statusCode).toBe(200);
+    // Both ways of cancelling saw the enrollment as it was before the confirmation.
+    const read = vi.spyOn(t.app.core.mfa, 'of').mockResolvedValue(unconfirmed);
+    try {
+      expectError(await call(t, 'DELETE', MFA, { token, body: { code: '' } }), 401, 'MFA_INVALID_TOKEN');
+      await expect(t.app.core.mfa.cancel(id)).rejects.toMatchObject({ code: 'MFA_ENROLLMENT_NOT_STARTED' });
+    } finally {
+      read.mockRestore();
+    }
+    expect((await t.app.core.mfa.of(id))?.isVerified).toBe(true);
   });
 });
 

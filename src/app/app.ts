@@ -148,7 +148,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const mfa = new Mfa({ kernel, clock, box: await SecretBox.open(config.dataDir), issuer: config.edge.totp.issuer });
     const revocations = new Revocations(clock);
     await revocations.start({ kernel, caches });
-    const oidc = await OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations });
+    const oidc = await OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations, mfa });
     caches.register(oidc.bearer);
     caches.register(oidc.grants);
     caches.register(oidc.issuers);

@@ -55,6 +55,8 @@ export interface PrimaryAuthentication {
   authenticator: Authenticator;
   /** The rules of the identity's auth policy, as checked. */
   rules: AuthPolicyRules;
+  /** Whether the identity has a confirmed TOTP enrollment (every login then asks for a code). */
+  isTotpEnrolled: boolean;
 }
 
 export interface LoginResult {
@@ -78,9 +80,10 @@ export async function login(core: LoginDeps, req: LoginRequest): Promise<LoginRe
  */
 export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
-  return throttled(core, keys, () =>
+  const found = await throttled(core, keys, () =>
     req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(),
   );
+  return { ...found, isTotpEnrolled: await core.mfa.isEnrolled(found.identity.id) };
 }
 
 /**
@@ -127,7 +130,10 @@ async function throttled<T>(core: LoginDeps, keys: string[], check: () => Promis
   }
 }
 
-async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
+/** Who a credential check found, before anything beyond the credential is looked at. */
+type Found = Omit<PrimaryAuthentication, 'isTotpEnrolled'>;
+
+async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Found> {
   const authenticators = core.kernel.repo('authenticators');
   const row = await core.kernel.store.db
     .selectFrom('authenticators')
@@ -169,7 +175,7 @@ async function countFailure(core: LoginDeps, authenticator: Authenticator): Prom
   if (locked) core.log.warn({ identityId: locked }, 'identity locked after wrong passwords');
 }
 
-async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
+async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<Found> {
   const cert = req.peerCertificate;
   if (!cert) throw invalidAuth('no client certificate was presented');
   const fingerprint = fingerprintOfCertificate(cert);
@@ -205,7 +211,7 @@ async function usableIdentity(core: LoginDeps, authenticator: Authenticator): Pr
   return identity;
 }
 
-async function openSession(core: LoginDeps, req: LoginRequest, { identity, authenticator, rules }: PrimaryAuthentication): Promise<LoginResult> {
+async function openSession(core: LoginDeps, req: LoginRequest, { identity, authenticator, rules, isTotpEnrolled }: PrimaryAuthentication): Promise<LoginResult> {
   if (req.envInfo || req.sdkInfo) {
     const values = {
       ...(req.envInfo ? { envInfo: req.envInfo } : {}),
@@ -221,7 +227,7 @@ async function openSession(core: LoginDeps, req: LoginRequest, { identity, authe
     configTypes: req.configTypes,
     ipAddress: req.ipAddress,
     // A confirmed TOTP enrollment asks for a code at every login, whatever the policy says.
-    isMfaRequired: rules.secondary.requireTotp || (await core.mfa.isEnrolled(identity.id)),
+    isMfaRequired: rules.secondary.requireTotp || isTotpEnrolled,
     isCertExtendable: req.method === 'cert' && authenticator.isIssuedByNetwork === true,
   });
   return { session, token, identity };

@@ -159,11 +159,27 @@ export class Mfa {
   async remove(identityId: string, code: string, scope: AttemptScope): Promise<void> {
     const mfa = await this.of(identityId);
     if (!mfa) throw notStarted();
-    if (mfa.isVerified) await this.checked(mfa, code, scope, { recovery: true });
+    if (!mfa.isVerified) {
+      // Confirmed meanwhile: it now takes a code, and the empty one given is not one.
+      if (!(await this.removeUnconfirmed(mfa))) throw invalidCode();
+      return;
+    }
+    await this.checked(mfa, code, scope, { recovery: true });
     await this.deps.kernel.write(async (ctx) => {
       await ctx.remove('mfas', mfa.id, identityId);
       await endMfaPasses(ctx, identityId);
     });
+  }
+
+  /**
+   * Abandons an unconfirmed enrollment (no code: none was ever confirmed). 404 when the identity has
+   * none, or only a confirmed one, which is removed with a code (`remove`).
+   */
+  async cancel(identityId: string): Promise<void> {
+    const mfa = await this.of(identityId);
+    if (!mfa || mfa.isVerified || !(await this.removeUnconfirmed(mfa))) {
+      throw new ApiError('MFA_ENROLLMENT_NOT_STARTED', 'no unconfirmed MFA enrollment exists for this identity');
+    }
   }
 
   /**
@@ -227,6 +243,19 @@ export class Mfa {
     }
     admission.attempt.release();
     return kind;
+  }
+
+  /**
+   * Deletes an enrollment only while it is unconfirmed: its pending recovery codes are cleared by the
+   * confirmation, so a confirmation that commits first leaves it in place (answers false).
+   */
+  private async removeUnconfirmed(mfa: MfaEntity): Promise<boolean> {
+    return this.deps.kernel.write(async (ctx) => {
+      const result = await ctx.tx.deleteFrom('mfas').where('id', '=', mfa.id).where('pending_recovery_codes', 'is not', null).executeTakeFirst();
+      const removed = Number(result.numDeletedRows) === 1;
+      if (removed) ctx.changed(withOwner({ collection: 'mfas', kind: 'delete', id: mfa.id }, mfa.identityId));
+      return removed;
+    });
   }
 
   private async takeTotp(mfa: MfaEntity, code: string, opts: CodeCheck): Promise<boolean> {

@@ -1,6 +1,6 @@
 // Renders every failure of a request as the error envelope (behaviour.md §2), once per API.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorCode } from '../errors.js';
+import { ApiError, type ErrorCode, type StatusOverrides } from '../errors.js';
 import { meta } from './envelope.js';
 
 interface ValidationIssue {
@@ -87,13 +87,14 @@ export function errorBody(err: ApiError, requestId: string): unknown {
   return { error, meta: meta() };
 }
 
-/** Fastify error handler shared by the Edge APIs. */
-export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+/** Fastify error handler shared by the Edge APIs (and the OIDC API, with its `overrides`). */
+export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply, overrides: StatusOverrides = {}): void {
   const apiError = toApiError(err);
-  if (apiError.status >= 500) request.log.error({ err }, 'request failed');
-  else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+  const status = overrides[apiError.code] ?? apiError.status;
+  if (status >= 500) request.log.error({ err }, 'request failed');
+  else request.log.info({ code: apiError.code, status }, apiError.message);
   if (apiError.headers) reply.headers(apiError.headers);
-  void reply.code(apiError.status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
+  void reply.code(status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

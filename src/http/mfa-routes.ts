@@ -1,6 +1,6 @@
 // The MFA routes both Edge APIs share (controller-interface.md, "Client API: MFA"; behaviour.md §5):
-// the current identity's TOTP enrollment and recovery codes, and the completion of a login that
-// waits for its second factor. Enrollment works while the login waits, so an identity whose policy
+// the current identity's TOTP enrollment and recovery codes, the completion of a login that waits
+// for its second factor, and the TOTP token of a caller with an OIDC access token. Enrollment works while the login waits, so an identity whose policy
 // requires TOTP can enroll; recovery codes need a complete login. A code comes in the body or, where
 // the interface allows, in the `mfa-validation-code` header.
 import { Type } from '@sinclair/typebox';
@@ -46,6 +46,16 @@ const MfaRecoveryCodes = dataEnvelopeSchema(
     'mfaRecoveryCodes',
   ),
   'mfaRecoveryCodesEnvelope',
+);
+const TotpToken = dataEnvelopeSchema(
+  named(
+    Type.Object({
+      issuedAt: Type.String({ format: 'date-time' }),
+      token: Type.String({ description: 'a JWT (ov_t "t") signed by the OIDC signing keys: a live TOTP code was given at issuedAt' }),
+    }),
+    'totpToken',
+  ),
+  'totpTokenEnvelope',
 );
 const NewRecoveryCodes = dataEnvelopeSchema(
   named(Type.Object({ recoveryCodes: Type.Array(Type.String()) }), 'mfaNewRecoveryCodes'),
@@ -163,6 +173,16 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
       const recoveryCodes = await core.mfa.regenerate(principalOf(request).identity.id, request.body.code, scopeOf(request));
       reply.header('cache-control', 'no-store');
       return envelope({ recoveryCodes });
+    },
+  });
+
+  app.post('/current-api-session/totp-token', {
+    config: { auth: SESSION },
+    schema: { operationId: 'createTotpToken', tags: ['current-api-session'], body: CodeBody, response: { 200: TotpToken } },
+    handler: async (request, reply) => {
+      const answer = await core.oidc.totp.token(principalOf(request), request.body.code);
+      reply.header('cache-control', 'no-store');
+      return envelope(answer);
     },
   });
 

@@ -212,6 +212,20 @@ describe('what makes a token one of ours', () => {
     await expectRefused(s.verifier.verify(token(claims({ ov_t: undefined }))), 'the token is not an access token');
   });
 
+  it('a TOTP token is no access token, whatever its header says', async () => {
+    const s = setup();
+    const { token: totp, claims: made } = new TokenIssuer(keys, () => T0, { accessTokenDuration: 60_000, idTokenDuration: 60_000 }).totpToken({
+      iss: ISSUER,
+      sub: 'id-1',
+      aud: ['overlay', AUDIENCE],
+      ov_asid: 'as-1',
+    });
+    expect(made.ov_t).toBe('t');
+    await expectRefused(s.verifier.verify(totp), 'the token is not an access token');
+    // Its claims under an access token's header: refused for its type claim.
+    await expectRefused(s.verifier.verify(token({ ...made })), 'the token is not an access token');
+  });
+
   it('an issuer naming this controller', async () => {
     const s = setup();
     for (const iss of ['https://evil.example.com:1280/oidc', 'https://ctrl.example.com:9999/oidc', undefined]) {

@@ -27,6 +27,7 @@ const outcome = (r: AuthPolicyRules, method: PrimaryOutcome['method'] = 'passwor
   rules: r,
   isCertExtendable: false,
   ipAddress: '192.0.2.10',
+  isTotpEnrolled: false,
 });
 
 const params: AuthorizationParams = {
@@ -140,7 +141,7 @@ describe('steps', () => {
 });
 
 describe('secondary factors', () => {
-  const ctx = (r: AuthPolicyRules) => ({ rules: r, identityId: 'identity-1' });
+  const ctx = (r: AuthPolicyRules, isTotpEnrolled = false) => ({ rules: r, identityId: 'identity-1', isTotpEnrolled });
 
   it('TOTP when the policy requires it; an external JWT when it names a signer', () => {
     expect(TOTP_FACTOR.required(ctx(rules(true)))).toBe(true);
@@ -165,6 +166,22 @@ describe('secondary factors', () => {
       httpUrl: './oidc/login/ext-jwt',
       id: 'signer-1',
     });
+  });
+
+  it('TOTP also for an identity with a confirmed enrollment, whatever the policy; its query says so', () => {
+    expect(TOTP_FACTOR.required(ctx(rules(false), true))).toBe(true);
+    expect(TOTP_FACTOR.query(ctx(rules(false), true))).toMatchObject({ typeId: 'TOTP', isTotpEnrolled: true });
+    expect(TOTP_FACTOR.query(ctx(rules(true), true)).isTotpEnrolled).toBe(true);
+    // Through a request: the primary outcome carries what the login found.
+    const requests = new AuthRequests(() => 0);
+    const r = requests.start(params, '10.0.0.1');
+    requests.primarySucceeded(r, { ...outcome(rules(false)), isTotpEnrolled: true });
+    expect([r.status, r.outstanding]).toEqual(['partial', ['totp']]);
+    expect(requests.queries(r)).toEqual([expect.objectContaining({ typeId: 'TOTP', isTotpEnrolled: true })]);
+    expect(requests.headers(r)).toEqual({ 'totp-required': 'true' });
+    // A new primary login of an identity without one (removed meanwhile) asks for nothing more.
+    requests.primarySucceeded(r, outcome(rules(false)));
+    expect([r.status, r.outstanding]).toEqual(['complete', []]);
   });
 
   it('queries and headers are those of the outstanding factors only, and none before the primary login', () => {

@@ -65,6 +65,8 @@ export interface AuthQuery {
 export interface FactorContext {
   rules: AuthPolicyRules;
   identityId: string;
+  /** Whether the identity has a confirmed TOTP enrollment (found by the primary login, or made since). */
+  isTotpEnrolled: boolean;
 }
 
 /** A secondary factor a policy (or the identity) can require after the primary login. */
@@ -76,12 +78,15 @@ export interface SecondaryFactor {
   headers?: Record<string, string>;
 }
 
-/** TOTP, required by `secondary.requireTotp`; satisfied by POST /oidc/login/totp. */
+/**
+ * TOTP, required by `secondary.requireTotp` and by a confirmed enrollment of the identity (which asks
+ * for a code at every login, whatever the policy says); satisfied by POST /oidc/login/totp, or by
+ * confirming an enrollment made while the request waits.
+ */
 export const TOTP_FACTOR: SecondaryFactor = {
   id: 'totp',
-  required: ({ rules }) => rules.secondary.requireTotp,
-  // No identity has a verified TOTP enrollment until MFA enrollment exists.
-  query: () => ({
+  required: ({ rules, isTotpEnrolled }) => rules.secondary.requireTotp || isTotpEnrolled,
+  query: ({ isTotpEnrolled }) => ({
     typeId: 'TOTP',
     provider: 'overlay',
     format: 'numeric',
@@ -89,7 +94,7 @@ export const TOTP_FACTOR: SecondaryFactor = {
     httpUrl: './oidc/login/totp',
     minLength: 6,
     maxLength: 6,
-    isTotpEnrolled: false,
+    isTotpEnrolled,
   }),
   headers: { 'totp-required': 'true' },
 };
@@ -129,6 +134,8 @@ export interface PrimaryOutcome {
   rules: AuthPolicyRules;
   isCertExtendable: boolean;
   ipAddress: string;
+  /** Whether the identity has a confirmed TOTP enrollment; what it was at the login, or made since. */
+  isTotpEnrolled: boolean;
 }
 
 export interface AuthRequest extends AuthorizationParams {
@@ -154,6 +161,10 @@ export function splitList(value: string | string[] | undefined): string[] {
 
 /** Authorization requests live 10 minutes. */
 export const REQUEST_LIFETIME_MS = 10 * 60_000;
+
+function contextOf(primary: PrimaryOutcome): FactorContext {
+  return { rules: primary.rules, identityId: primary.identityId, isTotpEnrolled: primary.isTotpEnrolled };
+}
 
 const AMR: Record<PrimaryOutcome['method'], string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
 
@@ -248,7 +259,7 @@ export class AuthRequests {
 
   /** Records the outcome of a primary login and moves the request. */
   primarySucceeded(request: AuthRequest, outcome: PrimaryOutcome): AuthRequest {
-    const ctx = { rules: outcome.rules, identityId: outcome.identityId };
+    const ctx = contextOf(outcome);
     const outstanding = this.factors.filter((f) => f.required(ctx)).map((f) => f.id);
     const to = this.move(request, 'primary-ok', outstanding.length > 0);
     request.primary = outcome;
@@ -286,7 +297,7 @@ export class AuthRequests {
   /** The authentication queries of the outstanding factors. */
   queries(request: AuthRequest): AuthQuery[] {
     if (!request.primary) return [];
-    const ctx = { rules: request.primary.rules, identityId: request.primary.identityId };
+    const ctx = contextOf(request.primary);
     return this.factors.filter((f) => request.outstanding.includes(f.id)).map((f) => f.query(ctx));
   }
 

@@ -8,6 +8,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
+import type { Mfa } from '../auth/mfa.js';
 import type { Revocations } from '../auth/revocations.js';
 import { constantTimeEqual, hashToken, newToken } from '../auth/tokens.js';
 import type { Kernel } from '../kernel/kernel.js';
@@ -19,6 +20,7 @@ import { Issuers } from './issuer.js';
 import { parseCompact, verifySignature } from './jws.js';
 import { SigningKeys } from './keys.js';
 import { type RedirectPolicy, withQuery } from './redirects.js';
+import { TotpSteps } from './second-factor.js';
 import { CLIENT_ID, TokenIssuer, type IssuedTokens } from './tokens.js';
 
 // Where it has long been imported from.
@@ -39,6 +41,8 @@ export interface ProviderDeps {
   sessions: ApiSessions;
   identities: IdentityDirectory;
   revocations: Pick<Revocations, 'isRevoked'>;
+  /** TOTP enrollments: the second factor of logins, enrollment while a request waits. */
+  mfa: Pick<Mfa, 'authenticate' | 'start' | 'verify' | 'cancel'>;
 }
 
 interface CodeRecord {
@@ -65,6 +69,8 @@ export class OidcProvider {
   readonly grants: Grants;
   readonly tokens: TokenIssuer;
   readonly bearer: BearerVerifier;
+  /** TOTP steps of the login, and TOTP tokens. */
+  readonly totp: TotpSteps;
   private readonly codes = new Map<string, CodeRecord>();
   private timer: NodeJS.Timeout | undefined;
   private lastCodeSweep = 0;
@@ -79,6 +85,7 @@ export class OidcProvider {
     this.grants = new Grants(deps.kernel, clock, config.edge.oidc.refreshTokenDuration);
     this.tokens = new TokenIssuer(keys, clock, config.edge.oidc);
     this.bearer = new BearerVerifier(keys, issuers, clock, sessions, identities, revocations);
+    this.totp = new TotpSteps({ requests: this.requests, mfa: deps.mfa, identities, sessions, tokens: this.tokens });
   }
 
   /** Loads (or makes, at first start) the signing keys under `<dataDir>/oidc`. */

@@ -1,5 +1,6 @@
-// The provider's JWTs (behaviour.md §6): access tokens (`typ: at+jwt`, `ov_t: "a"`) and ID tokens,
-// signed with the current key and carrying its `kid`.
+// The provider's JWTs (behaviour.md §6): access tokens (`typ: at+jwt`, `ov_t: "a"`), ID tokens, and
+// TOTP tokens (`ov_t: "t"`: proof that a live TOTP code was given at `iat` in an API session, for
+// posture responses; never an access token), signed with the current key and carrying its `kid`.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { signCompact } from './jws.js';
@@ -57,6 +58,21 @@ export interface AccessClaims {
   ov_ice: boolean;
 }
 
+/**
+ * A TOTP token's claims: who gave a code (sub), in which API session (ov_asid), and when (iat). It
+ * lives as long as an access token would: a signed proof without an end would be good forever.
+ */
+export interface TotpClaims {
+  iss: string;
+  sub: string;
+  aud: string[];
+  iat: number;
+  exp: number;
+  jti: string;
+  ov_asid: string;
+  ov_t: 't';
+}
+
 export class TokenIssuer {
   constructor(
     private readonly keys: SigningKeys,
@@ -111,5 +127,22 @@ export class TokenIssuer {
       accessExpiresAt: exp * 1000,
       jti,
     };
+  }
+
+  /** A TOTP token for the caller of an access token: the same issuer, audience, subject and API session. */
+  totpToken(access: Pick<AccessClaims, 'iss' | 'sub' | 'aud' | 'ov_asid'>): { token: string; claims: TotpClaims } {
+    const key = this.keys.current;
+    const now = Math.floor(this.clock() / 1000);
+    const claims: TotpClaims = {
+      iss: access.iss,
+      sub: access.sub,
+      aud: [...access.aud],
+      iat: now,
+      exp: now + Math.floor(this.durations.accessTokenDuration / 1000),
+      jti: randomUUID(),
+      ov_asid: access.ov_asid,
+      ov_t: 't',
+    };
+    return { token: signCompact(key.alg, key.privateKey, key.headers.jwt, claims), claims };
   }
 }

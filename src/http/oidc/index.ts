@@ -2,7 +2,7 @@
 // at the root and under /oidc, authorization, the login endpoints driven by `authRequestId`,
 // auth-queries, token, keys, userinfo and end_session. Routes parse and render; src/oidc decides.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, fieldError } from '../../errors.js';
+import { ApiError, fieldError, OIDC_STATUS } from '../../errors.js';
 import type { BindPoint, ListenerConfig } from '../../config/index.js';
 import type { Core } from '../../app/core.js';
 import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
@@ -52,6 +52,8 @@ interface StepContext {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+/** A TOTP code has 6 digits and a recovery code 6 characters; room is left for spaces typed around. */
+const MAX_CODE = 32;
 
 /** Login paths by method; `username` is an alias of `password`. */
 const LOGIN_PATHS: Record<LoginMethod, string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };
@@ -89,7 +91,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           if (!(err instanceof ApiError) && status >= 400 && status < 500) oauth = new OAuthError('invalid_request', (err as Error).message);
           if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') oauth = new OAuthError('invalid_request', err.message);
         }
-        if (!oauth) return handleError(err, request, reply);
+        if (!oauth) return handleError(err, request, reply, OIDC_STATUS);
         request.log.info({ error: oauth.error, status: oauth.status }, oauth.description);
         if (oauth.headers) reply.headers(oauth.headers);
         return reply.code(oauth.status).headers(NO_STORE).type(JSON_TYPE).send(oauth.body());
@@ -177,6 +179,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           rules: primary.rules,
           isCertExtendable: method === 'cert' && primary.authenticator.isIssuedByNetwork === true,
           ipAddress: request.ip,
+          isTotpEnrolled: primary.isTotpEnrolled,
         });
         return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
       };
@@ -254,84 +257,71 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           .send({ authQueries: core.oidc.requests.queries(authRequest) });
       });
 
-      // ==== TOTP steps of a login ===================================================================
-      // POST /login/totp and POST /login/totp/enroll/verify as the browser pages use them (form
-      // fields `id` and `code`, `authRequestId` and `code`), and the cancel button of the enrollment
-      // page (a form cannot send DELETE). A JSON caller gets what the login endpoints answer: the
-      // redirect, or the queries still outstanding; a wrong code is 400 (behaviour.md §6).
+      // ---- TOTP: the secondary factor, and enrollment while the request waits -------------------
+      // A JSON caller gets what the login endpoints answer: the redirect, or the queries still
+      // outstanding; a wrong code is 400 (behaviour.md §6). A browser gets the next page, or the form
+      // again with the error on it; a form cannot send DELETE, so the enrollment page's cancel button
+      // posts to .../enroll/cancel, which also ends the request (the client hears access_denied).
 
-      /** The identity whose TOTP is outstanding on the request, or 400. */
-      const totpOutstanding = (authRequest: AuthRequest): string => {
-        if (!authRequest.primary || !authRequest.outstanding.includes(TOTP_FACTOR.id)) {
-          throw new ApiError('COULD_NOT_VALIDATE', 'TOTP is not outstanding for this authorization request');
-        }
-        return authRequest.primary.identityId;
-      };
-
-      /** Runs a code check for the request; a wrong code counts on the request and is 400. */
-      const checkingCode = async (authRequest: AuthRequest, check: () => Promise<unknown>): Promise<void> => {
-        try {
-          await check();
-        } catch (err) {
-          if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
-          core.oidc.requests.factorFailed(authRequest);
-          throw fieldError('code', 'is not a valid TOTP or recovery code');
-        }
-      };
-
-      const requestOf = (p: Params, ...names: string[]): AuthRequest => {
-        const id = names.map((n) => p[n]).find((v) => v !== undefined);
-        if (id === undefined) throw fieldError(names[0]!, 'is required');
+      /** The authorization request a TOTP step names (`id`, `authRequestId` or `authRequestID`). */
+      const totpRequest = (p: Params, idField: string): AuthRequest => {
+        const id = p.id ?? p.authRequestId ?? p.authRequestID;
+        if (id === undefined) throw fieldError(idField, 'is required');
         return core.oidc.requests.get(id);
       };
+      /** The code of a TOTP step. */
+      const totpCode = (p: Params): string => {
+        if (p.code === undefined) throw fieldError('code', 'is required');
+        if (p.code.length > MAX_CODE) throw fieldError('code', `must have at most ${MAX_CODE} characters`);
+        return p.code;
+      };
+      const nextStep = (request: FastifyRequest, reply: FastifyReply, ctx: StepContext, authRequest: AuthRequest) =>
+        ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
 
       app.post(
         '/login/totp',
         loginStep(async (request, reply, ctx) => {
           const p = requestParams(request, apiBad);
-          const authRequest = requestOf(p, 'id', 'authRequestId', 'authRequestID');
+          const authRequest = totpRequest(p, 'id');
           ctx.retry = { step: 'totp', authRequest };
-          if (p.code === undefined) throw fieldError('code', 'is required');
-          const identityId = totpOutstanding(authRequest);
-          await checkingCode(authRequest, () => core.mfa.authenticate(identityId, p.code!, { authRequestId: authRequest.id }));
-          core.oidc.requests.satisfy(authRequest, TOTP_FACTOR.id, 'totp');
-          return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
+          return nextStep(request, reply, ctx, await core.oidc.totp.login(authRequest, totpCode(p)));
         }),
       );
+
+      app.post('/login/totp/enroll', async (request, reply) => {
+        const authRequest = totpRequest(requestParams(request, apiBad), 'authRequestId');
+        const enrollment = await core.oidc.totp.startEnrollment(authRequest);
+        return reply.code(201).headers(NO_STORE).type(JSON_TYPE).send(enrollment);
+      });
 
       app.post(
         '/login/totp/enroll/verify',
         loginStep(async (request, reply, ctx) => {
           const p = requestParams(request, apiBad);
-          const authRequest = requestOf(p, 'authRequestId', 'authRequestID', 'id');
-          const identityId = totpOutstanding(authRequest);
+          const authRequest = totpRequest(p, 'authRequestId');
           // Shown again only when the check fails, so the enrollment is read again only then.
           ctx.retry = async (): Promise<Retry> => {
             const view = await enrollmentOf(await identityOf(authRequest));
             return view ? { step: 'enroll', authRequest, view } : { step: 'totp', authRequest };
           };
-          if (p.code === undefined) throw fieldError('code', 'is required');
-          await checkingCode(authRequest, () => core.mfa.verify(identityId, p.code!, { authRequestId: authRequest.id }));
-          core.oidc.requests.satisfy(authRequest, TOTP_FACTOR.id, 'totp');
-          return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
+          return nextStep(request, reply, ctx, await core.oidc.totp.verifyEnrollment(authRequest, totpCode(p)));
         }),
       );
 
-      // The person gives up instead of enrolling: the unconfirmed enrollment is removed (as DELETE
-      // /login/totp/enroll removes it), the request ends and the client hears access_denied.
+      app.delete('/login/totp/enroll', async (request, reply) => {
+        const authRequest = totpRequest(requestParams(request, apiBad), 'authRequestId');
+        return answerLogin(request, reply, await core.oidc.totp.cancelEnrollment(authRequest));
+      });
+
       app.post(
         '/login/totp/enroll/cancel',
         loginStep(async (request, reply) => {
-          const p = requestParams(request, apiBad);
-          const authRequest = requestOf(p, 'authRequestId', 'authRequestID', 'id');
-          const identityId = totpOutstanding(authRequest);
-          const enrollment = await core.mfa.of(identityId);
-          if (enrollment && !enrollment.isVerified) await core.mfa.remove(identityId, '', { authRequestId: authRequest.id });
+          const authRequest = totpRequest(requestParams(request, apiBad), 'authRequestId');
+          await core.oidc.totp.cancelEnrollment(authRequest);
           const location = core.oidc.deny(authRequest, issuerOf(request), 'the sign-in was cancelled');
           return reply.code(302).headers(NO_STORE).header('location', location).send();
         }),
       );
-      // ==== end of the TOTP steps ====================================================================
 
       // ---- token ------------------------------------------------------------------------------
       const token = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -6,7 +6,7 @@
 // allowed by its hash, the QR code is a data: image, and every interpolated value is escaped.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ApiError } from '../../errors.js';
+import { OIDC_STATUS, type ApiError } from '../../errors.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import type { AuthRequest } from '../../oidc/flow.js';
 import { toApiError } from '../errors.js';
@@ -335,7 +335,9 @@ export function renderLoginError(request: FastifyRequest, reply: FastifyReply, e
   }
   request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
   if (apiError.code === 'NOT_FOUND') return sendPage(reply, expiredPage());
-  const opts = { error: messageOf(apiError, retry.step), status: apiError.status, ...(apiError.headers ? { headers: apiError.headers } : {}) };
+  // The status the OIDC routes answer it with (a wrong code is 400 there).
+  const status = OIDC_STATUS[apiError.code] ?? apiError.status;
+  const opts = { error: messageOf(apiError, retry.step), status, ...(apiError.headers ? { headers: apiError.headers } : {}) };
   switch (retry.step) {
     case 'password':
       return sendPage(reply, passwordPage(retry.authRequest, { ...opts, ...(retry.username !== undefined ? { username: retry.username } : {}) }));
