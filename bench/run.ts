@@ -6,6 +6,7 @@
 //   npm run bench -- --no-scale     without the scale section (--scale-only: just it)
 //   BENCH_DURATION=<seconds>        measured seconds per endpoint, overrides both
 //   BENCH_CONNECTIONS=<n>           concurrent connections (default 20)
+//   BENCH_ONLY=<text>               only the scenarios whose name contains it (beside the baseline)
 //
 // The server runs on a temporary data directory, removed afterwards, with a generated default admin
 // password that scenario setups can log in with. OVERLAY_* variables of the caller are not passed on.
@@ -71,6 +72,8 @@ interface Settings {
   duration: number;
   connections: number;
   quick: boolean;
+  /** Only the scenarios whose name contains this. */
+  only?: string;
   /** Run the usual section, the scale section. */
   main: boolean;
   scale: boolean;
@@ -92,6 +95,7 @@ function settings(argv: string[], env: NodeJS.ProcessEnv): Settings {
     duration: positive('BENCH_DURATION', env.BENCH_DURATION) ?? (quick ? 3 : 10),
     connections: Math.round(positive('BENCH_CONNECTIONS', env.BENCH_CONNECTIONS) ?? 20),
     quick,
+    ...(env.BENCH_ONLY ? { only: env.BENCH_ONLY } : {}),
     main: !scaleOnly,
     scale: scaleOnly || !argv.includes('--no-scale'),
   };
@@ -513,7 +517,8 @@ async function mainSection(s: Settings, running: Running): Promise<EndpointResul
     child = server.child;
     running.children.add(child);
     const ca = ['root-ca.cert.pem', 'signing-ca.cert.pem'].map((f) => readFileSync(join(dataDir, 'pki', f), 'utf8'));
-    const peerServer = scenarios.some((x) => x.server === 'peer') ? await startPeer(dataDir) : undefined;
+    const chosen = scenarios.filter((x) => s.only === undefined || x.name.includes(s.only));
+    const peerServer = chosen.some((x) => x.server === 'peer') ? await startPeer(dataDir) : undefined;
     peer = peerServer?.child;
     if (peer) running.children.add(peer);
     const ctx: BenchContext = {
@@ -527,7 +532,7 @@ async function mainSection(s: Settings, running: Running): Promise<EndpointResul
     };
     // Set up, then one request per endpoint over verified TLS: the listener presents a chain to the
     // controller's CA, and every endpoint answers 2xx before it is measured.
-    const endpoints = [baseline, ...scenarios];
+    const endpoints = [baseline, ...chosen];
     await prepare(ctx, endpoints);
 
     process.stdout.write(
@@ -540,7 +545,7 @@ async function mainSection(s: Settings, running: Running): Promise<EndpointResul
       endpoints,
       duration: s.duration,
       connections: s.connections,
-      argon2: scenarios.some((x) => x.baseline === 'argon2'),
+      argon2: chosen.some((x) => x.baseline === 'argon2'),
     });
     process.stdout.write(`\n${table(results)}\n\n`);
     return results;
