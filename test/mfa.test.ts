@@ -4,6 +4,8 @@
 // parallel requests, and what is kept at rest.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Secret, TOTP } from 'otpauth';
+import jsqr from 'jsqr';
+import { PNG } from 'pngjs';
 import {
   ADMIN_ENV,
   asAdmin,
@@ -26,6 +28,13 @@ function app(provisioningUrl: string): (at: number) => string {
   const url = new URL(provisioningUrl);
   const totp = new TOTP({ secret: Secret.fromBase32(url.searchParams.get('secret')!), algorithm: 'SHA1', digits: 6, period: 30 });
   return (at) => totp.generate({ timestamp: at });
+}
+
+/** The text of a QR code image, as a camera would read it. */
+function readQr(png: Buffer): string | undefined {
+  const image = PNG.sync.read(png);
+  // The package is CommonJS; its types describe the ES module view, where the function is `default`.
+  return jsqr.default(new Uint8ClampedArray(image.data), image.width, image.height)?.data;
 }
 
 let t: TestController;
@@ -79,7 +88,8 @@ describe('TOTP enrollment', () => {
     const qr = await call(t, 'GET', `${MFA}/qr-code`, { token });
     expect(qr.statusCode).toBe(200);
     expect(qr.headers['content-type']).toBe('image/png');
-    expect(qr.rawPayload.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    // What an authenticator app's camera reads from it: the provisioning URL.
+    expect(readQr(qr.rawPayload)).toBe(data.provisioningUrl);
 
     expectError(await call(t, 'POST', MFA, { token, body: {} }), 409, 'MFA_EXISTS');
   });
@@ -300,7 +310,10 @@ describe('an auth policy requiring TOTP', () => {
     expect(session).toMatchObject({ isMfaRequired: true, isMfaComplete: false });
     expect(session.authQueries[0].isTotpEnrolled).toBe(false);
     expect((await call(t, 'GET', `${CLIENT}/services`, { token })).statusCode).toBe(401);
-    await enroll(token);
+    // Enrolled as a person would: the app scans the QR code, and its code confirms.
+    expect((await call(t, 'POST', MFA, { token, body: {} })).statusCode).toBe(201);
+    const scanned = readQr((await call(t, 'GET', `${MFA}/qr-code`, { token })).rawPayload)!;
+    expect((await call(t, 'POST', `${MFA}/verify`, { token, body: { code: app(scanned)(t.clock()) } })).statusCode).toBe(200);
     expect(json(await call(t, 'GET', `${CLIENT}/current-api-session`, { token })).data.isMfaComplete).toBe(true);
     expect((await call(t, 'GET', `${CLIENT}/services`, { token })).statusCode).toBe(200);
   });
