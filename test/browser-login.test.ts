@@ -11,9 +11,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Secret, TOTP } from 'otpauth';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, json, MGMT, startTestController, testClock, type TestController } from './helpers.js';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  authenticatorApp,
+  createIdentityWithPassword,
+  createTotpPolicy,
+  startTestController,
+  testClock,
+  type TestController,
+} from './helpers.js';
 import { decodeJwt, httpsFetch, pkce } from './oidc-helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -45,7 +53,7 @@ const requested: string[] = [];
 const consoleMessages: string[] = [];
 
 function codeAt(secret: string, at: number): string {
-  return new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: at });
+  return authenticatorApp(secret)(at);
 }
 
 /** A code no step within the window accepts at `at`. */
@@ -119,20 +127,7 @@ describe('a person signing in with a browser', () => {
     callbackOrigin = `http://127.0.0.1:${(callback.address() as AddressInfo).port}`;
 
     const admin = await asAdmin(t);
-    const policy = await call(t, 'POST', `${MGMT}/auth-policies`, {
-      token: admin,
-      body: {
-        name: 'browser-totp',
-        primary: {
-          cert: { allowed: false, allowExpiredCerts: false },
-          extJwt: { allowed: false, allowedSigners: [] },
-          updb: { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-        },
-        secondary: { requireTotp: true, requireExtJwtSigner: null },
-      },
-    });
-    expect(policy.statusCode, policy.body).toBe(201);
-    identityId = (await createIdentityWithPassword(t, admin, { name: 'Browser User', username, password, authPolicyId: json(policy).data.id })).id;
+    identityId = (await createIdentityWithPassword(t, admin, { name: 'Browser User', username, password, authPolicyId: await createTotpPolicy(t, admin, 'browser-totp') })).id;
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     // The controller's certificate is from its own CA, which this fresh profile does not trust.

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { Secret, TOTP } from 'otpauth';
 import { pino } from 'pino';
 import { createApp, type App, type AppOptions } from '../src/app/app.js';
 import { loadConfig, type Config } from '../src/config/index.js';
@@ -241,4 +242,34 @@ export async function selfSignedCertificate(
     keyPem: pem('PRIVATE KEY', pkcs8),
     fingerprint: createHash('sha1').update(der).digest('hex'),
   };
+}
+
+// ---- MFA helpers ---------------------------------------------------------------------------------
+
+/**
+ * What an authenticator app shows: the code at a time (ms) of a base32 secret (spaces allowed, as a
+ * page groups it) or of the otpauth provisioning URL that carries one.
+ */
+export function authenticatorApp(secretOrUrl: string): (at: number) => string {
+  const secret = secretOrUrl.startsWith('otpauth:') ? new URL(secretOrUrl).searchParams.get('secret')! : secretOrUrl.replace(/\s/g, '');
+  const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 });
+  return (at) => totp.generate({ timestamp: at });
+}
+
+/** Creates an auth policy that allows passwords and requires TOTP as the second factor; answers its id. */
+export async function createTotpPolicy(t: TestController, adminToken: string, name: string): Promise<string> {
+  const res = await call(t, 'POST', `${MGMT}/auth-policies`, {
+    token: adminToken,
+    body: {
+      name,
+      primary: {
+        cert: { allowed: false, allowExpiredCerts: false },
+        extJwt: { allowed: false, allowedSigners: [] },
+        updb: { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
+      },
+      secondary: { requireTotp: true, requireExtJwtSigner: null },
+    },
+  });
+  if (res.statusCode !== 201) throw new Error(`creating auth policy ${name} failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
 }

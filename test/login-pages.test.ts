@@ -3,9 +3,18 @@
 // unknown request, throttling, wrong codes), the TOTP step and the enrollment in the middle of a
 // login, and its cancellation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Secret, TOTP } from 'otpauth';
 import type { LightMyRequestResponse } from 'fastify';
-import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  authenticatorApp,
+  createIdentityWithPassword,
+  createTotpPolicy,
+  expectError,
+  json,
+  startTestController,
+  type TestController,
+} from './helpers.js';
 import { form, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 const HTML = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -18,20 +27,7 @@ let n = 0;
 beforeAll(async () => {
   t = await startTestController({ env: ADMIN_ENV });
   const admin = await asAdmin(t);
-  const policy = await call(t, 'POST', `${MGMT}/auth-policies`, {
-    token: admin,
-    body: {
-      name: 'totp-required',
-      primary: {
-        cert: { allowed: false, allowExpiredCerts: false },
-        extJwt: { allowed: false, allowedSigners: [] },
-        updb: { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-      },
-      secondary: { requireTotp: true, requireExtJwtSigner: null },
-    },
-  });
-  expect(policy.statusCode, policy.body).toBe(201);
-  policyId = json(policy).data.id;
+  policyId = await createTotpPolicy(t, admin, 'totp-required');
 });
 afterAll(async () => {
   await t.close();
@@ -68,7 +64,7 @@ function expectPage(res: LightMyRequestResponse, status: number): string {
 const alertOf = (body: string) => /role="alert"[^>]*>([^<]*)</.exec(body)?.[1];
 
 function codeAt(secret: string, at: number): string {
-  return new TOTP({ secret: Secret.fromBase32(secret.replace(/\s/g, '')), algorithm: 'SHA1', digits: 6, period: 30 }).generate({ timestamp: at });
+  return authenticatorApp(secret)(at);
 }
 
 /** A code no step within the window accepts at `at`. */

@@ -3,15 +3,16 @@
 // edges and replays, recovery codes, removal by the identity and by an admin, the attempt limit under
 // parallel requests, and what is kept at rest.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Secret, TOTP } from 'otpauth';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import {
   ADMIN_ENV,
   asAdmin,
+  authenticatorApp,
   call,
   CLIENT,
   createIdentityWithPassword,
+  createTotpPolicy,
   expectError,
   expectMissingCredential,
   json,
@@ -23,12 +24,7 @@ import {
 
 const MFA = `${CLIENT}/current-identity/mfa`;
 
-/** What an authenticator app does with the provisioning URL: the code of its secret at a time. */
-function app(provisioningUrl: string): (at: number) => string {
-  const url = new URL(provisioningUrl);
-  const totp = new TOTP({ secret: Secret.fromBase32(url.searchParams.get('secret')!), algorithm: 'SHA1', digits: 6, period: 30 });
-  return (at) => totp.generate({ timestamp: at });
-}
+const app = authenticatorApp;
 
 /** The text of a QR code image, as a camera would read it. */
 function readQr(png: Buffer): string | undefined {
@@ -292,20 +288,7 @@ describe('removal', () => {
 
 describe('an auth policy requiring TOTP', () => {
   it('leaves a login waiting until the identity enrolls during it', async () => {
-    const policy = await call(t, 'POST', `${MGMT}/auth-policies`, {
-      token: admin,
-      body: {
-        name: 'totp-required',
-        primary: {
-          cert: { allowed: false, allowExpiredCerts: false },
-          extJwt: { allowed: false, allowedSigners: [] },
-          updb: { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-        },
-        secondary: { requireTotp: true, requireExtJwtSigner: null },
-      },
-    });
-    expect(policy.statusCode, policy.body).toBe(201);
-    const { token } = await person('alice', { authPolicyId: json(policy).data.id });
+    const { token } = await person('alice', { authPolicyId: await createTotpPolicy(t, admin, 'totp-required') });
     const session = json(await call(t, 'GET', `${CLIENT}/current-api-session`, { token })).data;
     expect(session).toMatchObject({ isMfaRequired: true, isMfaComplete: false });
     expect(session.authQueries[0].isTotpEnrolled).toBe(false);

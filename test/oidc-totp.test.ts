@@ -4,11 +4,11 @@
 // requests, the tokens and API session of such a login, and TOTP tokens on both Edge APIs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
-import { Secret, TOTP } from 'otpauth';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import {
   ADMIN_ENV,
   asAdmin,
+  authenticatorApp,
   call,
   CLIENT,
   createIdentityWithPassword,
@@ -39,13 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-/** What an authenticator app does with the provisioning URL: the code of its secret at a time. */
-function authenticatorApp(provisioningUrl: string): (at: number) => string {
-  const url = new URL(provisioningUrl);
-  const totp = new TOTP({ secret: Secret.fromBase32(url.searchParams.get('secret')!), algorithm: 'SHA1', digits: 6, period: 30 });
-  return (at) => totp.generate({ timestamp: at });
-}
 
 /** A code of the app that is none of `codes`. */
 function wrongCode(...codes: string[]): string {

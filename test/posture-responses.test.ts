@@ -3,8 +3,7 @@
 // that sent them only; bad input is 400 naming the field; the Management API shows an identity's
 // posture data and refused requests (and nobody else's).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Secret, TOTP } from 'otpauth';
-import { ADMIN_ENV, asAdmin, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, authenticatorApp, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, Network, ok, type Person } from './fixtures/network.js';
 import { KEPT_FAILURES } from '../src/domain/client/posture-store.js';
 
@@ -136,9 +135,8 @@ describe('an MFA check met with TOTP', () => {
     // Without TOTP the check fails: MFA posture needs an enrollment.
     expectError(await client(t, 'POST', '/sessions', plain, { serviceId: service }), 409, 'INVALID_POSTURE');
     const started = ok(await client(t, 'POST', '/current-identity/mfa', plain, {}), 201);
-    const secret = new URL(started.provisioningUrl).searchParams.get('secret')!;
-    const totp = new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, period: 30 });
-    const code = () => totp.generate({ timestamp: t.clock() });
+    const codeAt = authenticatorApp(started.provisioningUrl);
+    const code = () => codeAt(t.clock());
     // Confirming the enrollment is a live code given by this session: the check passes for it.
     ok(await client(t, 'POST', '/current-identity/mfa/verify', plain, { code: code() }));
     expect(ok(await client(t, 'POST', '/sessions', plain, { serviceId: service }), 201).serviceId).toBe(service);
