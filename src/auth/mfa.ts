@@ -142,14 +142,20 @@ export class Mfa {
     return QRCode.toBuffer(this.url(mfa, identity.name), { type: 'png', errorCorrectionLevel: 'M', margin: 4, scale: 6 });
   }
 
-  /** Confirms an unconfirmed enrollment with a live TOTP code (a recovery code is not taken). */
-  async verify(identityId: string, code: string, scope: AttemptScope): Promise<void> {
+  /**
+   * Confirms an unconfirmed enrollment with a live TOTP code (a recovery code is not taken); the code
+   * is taken and the enrollment confirmed in one write, with `alsoWrite`'s.
+   */
+  async verify(identityId: string, code: string, scope: AttemptScope, alsoWrite?: CodeCheck['alsoWrite']): Promise<void> {
     const mfa = await this.of(identityId);
     if (!mfa || mfa.isVerified) throw new ApiError('MFA_ENROLLMENT_NOT_STARTED', 'no unconfirmed MFA enrollment exists for this identity');
-    await this.checked(mfa, code, scope, { recovery: false });
-    await this.deps.kernel.write((ctx) =>
-      ctx.update('mfas', mfa.id, { isVerified: true, pendingRecoveryCodes: null, updatedAt: ctx.now }, identityId),
-    );
+    await this.checked(mfa, code, scope, {
+      recovery: false,
+      alsoWrite: async (ctx) => {
+        await ctx.update('mfas', mfa.id, { isVerified: true, pendingRecoveryCodes: null, updatedAt: ctx.now }, identityId);
+        await alsoWrite?.(ctx);
+      },
+    });
   }
 
   /**

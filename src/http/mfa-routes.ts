@@ -121,10 +121,9 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
     schema: { operationId: 'verifyMfa', tags, body: CodeBody, response: { 200: EmptySchema } },
     handler: async (request) => {
       const { identity, session, bearer } = principalOf(request);
-      await core.mfa.verify(identity.id, request.body.code, scopeOf(request));
-      // A legacy login waiting for its second factor has just given it; a bearer token's factors
-      // are those of its login, so it stays as it is.
-      if (!bearer) await core.sessions.setMfaComplete(session);
+      // A legacy login waiting for its second factor gives it with this code; a bearer token's
+      // factors are those of its login, so it stays as it is.
+      await core.mfa.verify(identity.id, request.body.code, scopeOf(request), bearer ? undefined : (ctx) => core.sessions.mfaCompleteIn(ctx, session));
       return envelope(EMPTY);
     },
   });

@@ -15,7 +15,7 @@ export interface TotpStepsDeps {
   requests: AuthRequests;
   mfa: Pick<Mfa, 'authenticate' | 'start' | 'verify' | 'cancel'>;
   identities: Pick<IdentityDirectory, 'get'>;
-  sessions: Pick<ApiSessions, 'setMfaComplete'>;
+  sessions: Pick<ApiSessions, 'mfaCompleteIn'>;
   tokens: Pick<TokenIssuer, 'totpToken'>;
 }
 
@@ -72,8 +72,10 @@ export class TotpSteps {
       throw new ApiError('INVALID_BACKING_TOKEN_TYPE', 'a TOTP token is made for callers with an OIDC access token, not a legacy session token');
     }
     const { claims } = caller.bearer;
-    await this.deps.mfa.authenticate(claims.sub, code, { apiSessionId: caller.session.id }, { recovery: false });
-    await this.deps.sessions.setMfaComplete(caller.session);
+    await this.deps.mfa.authenticate(claims.sub, code, { apiSessionId: caller.session.id }, {
+      recovery: false,
+      alsoWrite: (ctx) => this.deps.sessions.mfaCompleteIn(ctx, caller.session),
+    });
     const made = this.deps.tokens.totpToken(claims);
     return { issuedAt: iso(made.claims.iat * 1000), token: made.token };
   }
