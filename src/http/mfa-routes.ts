@@ -2,7 +2,8 @@
 // the current identity's TOTP enrollment and recovery codes, the completion of a login that waits
 // for its second factor, and the TOTP token of a caller with an OIDC access token. Enrollment works while the login waits, so an identity whose policy
 // requires TOTP can enroll; recovery codes need a complete login. A code comes in the body or, where
-// the interface allows, in the `mfa-validation-code` header.
+// the interface allows, in the `mfa-validation-code` header — the only way for GET, whose body HTTP
+// gives no meaning (Fastify does not read one, and proxies may drop it).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
