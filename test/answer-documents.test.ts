@@ -16,7 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PRIMARY, DEFAULT_SECONDARY } from '../src/resources/auth-policies.js';
 import { HOST, INTERCEPT, Network, type Person } from './fixtures/network.js';
-import { ADMIN_ENV, asAdmin, CLIENT, json, MGMT, startTestController, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, CLIENT, json, MGMT, startTestController, testCa, type TestController } from './helpers.js';
 
 type Json = Record<string, any>;
 type ApiName = 'client' | 'management';
@@ -187,6 +187,15 @@ async function buildNetwork(): Promise<void> {
   await net.servicePolicy('Bind', ['#eng'], ['#db'], ['#corp']);
   m['auth-policies'] = await net.create('auth-policies', { name: 'walk-policy', primary: DEFAULT_PRIMARY, secondary: DEFAULT_SECONDARY });
   m['config-types'] = await net.create('config-types', { name: 'walk.v1', schema: { type: 'object' } });
+  m.cas = await net.create('cas', {
+    name: 'walk-ca',
+    certPem: (await testCa('walk CA')).certPem,
+    isAuthEnabled: true,
+    isAutoCaEnrollmentEnabled: false,
+    isOttCaEnrollmentEnabled: true,
+    identityRoles: ['walk'],
+    externalIdClaim: { index: 0, location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' },
+  });
   m['controller-settings'] = await net.create('controller-settings', { controllerId: 'walk-controller', oidc: { redirectUris: ['https://walk.example/cb'] } });
   m.revocations = (await expectStatus(send('POST', `${MGMT}/revocations`, net.admin, { id: bob.id, type: 'IDENTITY' }), 201)).data.id;
   // writes answered with the empty envelope: full update, patch, delete, enable and disable
