@@ -23,6 +23,7 @@ import {
   json,
   MGMT,
   startTestController,
+  testCa,
   type TestController,
 } from './helpers.js';
 
@@ -195,6 +196,15 @@ async function buildNetwork(): Promise<void> {
   await net.servicePolicy('Bind', ['#eng'], ['#db'], ['#corp']);
   m['auth-policies'] = await net.create('auth-policies', { name: 'walk-policy', primary: DEFAULT_PRIMARY, secondary: DEFAULT_SECONDARY });
   m['config-types'] = await net.create('config-types', { name: 'walk.v1', schema: { type: 'object' } });
+  m.cas = await net.create('cas', {
+    name: 'walk-ca',
+    certPem: (await testCa('walk CA')).certPem,
+    isAuthEnabled: true,
+    isAutoCaEnrollmentEnabled: false,
+    isOttCaEnrollmentEnabled: true,
+    identityRoles: ['walk'],
+    externalIdClaim: { index: 0, location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' },
+  });
   m['controller-settings'] = await net.create('controller-settings', { controllerId: 'walk-controller', oidc: { redirectUris: ['https://walk.example/cb'] } });
   m.revocations = (await expectStatus(send('POST', `${MGMT}/revocations`, net.admin, { id: bob.id, type: 'IDENTITY' }), 201)).data.id;
   // writes answered with the empty envelope: full update, patch, delete, enable and disable

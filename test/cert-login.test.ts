@@ -1,5 +1,7 @@
-// Certificate login over real TLS: POST /authenticate?method=cert identifies the caller by the
-// client certificate of the TLS handshake, matched by fingerprint to a cert authenticator.
+// Certificate login over real TLS: POST /authenticate?method=cert identifies the caller by the leaf
+// certificate of the TLS handshake, matched by fingerprint to a cert authenticator, when its chain
+// leads to the network PKI or to a verified CA that allows logins (behaviour.md §7). CAs created,
+// verified, disabled and deleted while the controller runs take effect at the next login.
 import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -11,10 +13,15 @@ import {
   expectError,
   json,
   MGMT,
+  networkIssuer,
   selfSignedCertificate,
   startTestController,
+  testCa,
+  testCertificate,
   testClock,
+  type TestCertificate,
   type TestController,
+  type TestIssuer,
 } from './helpers.js';
 
 const DAY = 86_400_000;
@@ -38,7 +45,12 @@ afterAll(async () => {
   await t.close();
 });
 
-function post(path: string, body: unknown, client?: { certPem: string; keyPem: string }): Promise<HttpsAnswer> {
+/**
+ * POST over TLS; `client.certPem` may be a chain (leaf first), sent as it is. The client trusts the
+ * network's root and signing CA unless `trust` says otherwise; its TLS completes a lone leaf's chain
+ * from what it trusts, so a client trusting the root alone sends a network leaf without its issuer.
+ */
+function post(path: string, body: unknown, client?: { certPem: string; keyPem: string }, trust?: string): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const req = request(
@@ -48,7 +60,7 @@ function post(path: string, body: unknown, client?: { certPem: string; keyPem: s
         path,
         method: 'POST',
         agent: false,
-        ca: t.app.core.pki.trustBundlePem,
+        ca: trust ?? t.app.core.pki.trustBundlePem,
         ...(client && { cert: client.certPem, key: client.keyPem }),
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
       },
@@ -67,7 +79,7 @@ function post(path: string, body: unknown, client?: { certPem: string; keyPem: s
 async function certIdentity(name: string, validity: { notBefore?: Date; notAfter?: Date } = {}, authPolicyId?: string) {
   const admin = await asAdmin(t);
   const id = await createIdentity(t, admin, { name, ...(authPolicyId && { authPolicyId }) });
-  const cert = await selfSignedCertificate(name, validity);
+  const cert = await testCertificate(name, { ...validity, issuer: await networkIssuer(t) });
   const res = await call(t, 'POST', `${MGMT}/authenticators`, {
     token: admin,
     body: { method: 'cert', identityId: id, certPem: cert.certPem },
@@ -99,7 +111,7 @@ describe('POST /authenticate?method=cert over TLS', () => {
   });
 
   it('with a certificate no identity has: 401 INVALID_AUTH', async () => {
-    const stranger = await selfSignedCertificate('stranger');
+    const stranger = await testCertificate('stranger', { issuer: await networkIssuer(t) });
     const res = await post(`${CLIENT}/authenticate?method=cert`, {}, stranger);
     expect(res.statusCode).toBe(401);
     expect(JSON.parse(res.body).error.code).toBe('INVALID_AUTH');
@@ -175,5 +187,126 @@ describe('POST /authenticate?method=cert over TLS', () => {
       401,
       'INVALID_AUTH',
     );
+  });
+});
+
+/** Creates a CA of `issuer` as the admin; answers its id and verification token. */
+async function registerCa(admin: string, name: string, issuer: TestIssuer, isAuthEnabled = true) {
+  const res = await call(t, 'POST', `${MGMT}/cas`, {
+    token: admin,
+    body: { name, certPem: issuer.certPem, isAuthEnabled, isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false, identityRoles: [] },
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const id = json(res).data.id as string;
+  const token = json(await call(t, 'GET', `${MGMT}/cas/${id}`, { token: admin })).data.verificationToken as string;
+  return { id, token };
+}
+
+async function verifyCa(admin: string, ca: { id: string; token: string }, issuer: TestIssuer): Promise<void> {
+  const proof = await testCertificate(ca.token, { issuer });
+  const res = await call(t, 'POST', `${MGMT}/cas/${ca.id}/verify`, { token: admin, body: proof.certPem, headers: { 'content-type': 'text/plain' } });
+  expect(res.statusCode, res.body).toBe(200);
+}
+
+/** An identity whose cert authenticator holds `cert`. */
+async function identityWith(admin: string, name: string, cert: Pick<TestCertificate, 'certPem'>): Promise<{ id: string; authenticatorId: string }> {
+  const id = await createIdentity(t, admin, { name });
+  const res = await call(t, 'POST', `${MGMT}/authenticators`, { token: admin, body: { method: 'cert', identityId: id, certPem: cert.certPem } });
+  expect(res.statusCode, res.body).toBe(201);
+  return { id, authenticatorId: json(res).data.id as string };
+}
+
+const loginWith = (client: { certPem: string; keyPem: string }, trust?: string) => post(`${CLIENT}/authenticate?method=cert`, {}, client, trust);
+
+function refused(res: HttpsAnswer): void {
+  expect(res.statusCode, res.body).toBe(401);
+  expect(JSON.parse(res.body).error.code).toBe('INVALID_AUTH');
+  expect(res.headers['overlay-session']).toBeUndefined();
+}
+
+describe('the chain of a certificate login', () => {
+  it('a certificate of no trusted CA logs no one in, though an authenticator holds it', async () => {
+    const admin = await asAdmin(t);
+    const cert = await selfSignedCertificate('self-signed-holder');
+    await identityWith(admin, 'self-signed-holder', cert);
+    refused(await loginWith(cert));
+  });
+
+  it('a network certificate sent without its signing CA logs in, marked improperClientCertChain; with it, not', async () => {
+    const admin = await asAdmin(t);
+    const cert = await testCertificate('improper-chain', { issuer: await networkIssuer(t) });
+    const { id } = await identityWith(admin, 'improper-chain', cert);
+    const { rootCertPem, signingCertPem } = t.app.core.pki;
+
+    // Trusting the root alone, the client's TLS has nothing to complete the chain with: the leaf goes alone.
+    const alone = await loginWith(cert, rootCertPem);
+    expect(alone.statusCode, alone.body).toBe(200);
+    expect(JSON.parse(alone.body).data).toMatchObject({ identityId: id, improperClientCertChain: true });
+    const stored = await call(t, 'GET', `${MGMT}/api-sessions/${JSON.parse(alone.body).data.id}`, { token: admin });
+    expect(json(stored).data.improperClientCertChain).toBe(true);
+
+    const chained = await loginWith({ certPem: cert.certPem + signingCertPem, keyPem: cert.keyPem }, rootCertPem);
+    expect(chained.statusCode, chained.body).toBe(200);
+    expect(JSON.parse(chained.body).data).toMatchObject({ identityId: id, improperClientCertChain: false });
+  });
+
+  it('a third-party CA: refused while unverified, admitted once verified, refused when isAuthEnabled is false or it is deleted', async () => {
+    const admin = await asAdmin(t);
+    const issuer = await testCa('third-party login CA');
+    const ca = await registerCa(admin, 'third-party-login', issuer);
+    const cert = await testCertificate('third-party-user', { issuer });
+    const { id, authenticatorId } = await identityWith(admin, 'third-party-user', cert);
+
+    refused(await loginWith(cert));
+    await verifyCa(admin, ca, issuer);
+    const admitted = await loginWith(cert);
+    expect(admitted.statusCode, admitted.body).toBe(200);
+    expect(JSON.parse(admitted.body).data).toMatchObject({ identityId: id, authenticatorId, improperClientCertChain: false });
+    // Sent with the CA certificate after it, the leaf still identifies the caller.
+    expect((await loginWith({ certPem: cert.certPem + issuer.certPem, keyPem: cert.keyPem })).statusCode).toBe(200);
+
+    expect((await call(t, 'PATCH', `${MGMT}/cas/${ca.id}`, { token: admin, body: { isAuthEnabled: false } })).statusCode).toBe(200);
+    refused(await loginWith(cert));
+    expect((await call(t, 'PATCH', `${MGMT}/cas/${ca.id}`, { token: admin, body: { isAuthEnabled: true } })).statusCode).toBe(200);
+    expect((await loginWith(cert)).statusCode).toBe(200);
+
+    expect((await call(t, 'DELETE', `${MGMT}/cas/${ca.id}`, { token: admin })).statusCode).toBe(200);
+    expect((await call(t, 'GET', `${MGMT}/authenticators/${authenticatorId}`, { token: admin })).statusCode).toBe(404);
+    refused(await loginWith(cert));
+  });
+
+  it('a verified CA with isAuthEnabled false never admits its certificates', async () => {
+    const admin = await asAdmin(t);
+    const issuer = await testCa('no-auth CA');
+    const ca = await registerCa(admin, 'no-auth-ca', issuer, false);
+    await verifyCa(admin, ca, issuer);
+    const cert = await testCertificate('no-auth-user', { issuer });
+    await identityWith(admin, 'no-auth-user', cert);
+    refused(await loginWith(cert));
+  });
+
+  it('a rogue leaf is not admitted by a legitimate certificate further up its chain', async () => {
+    const admin = await asAdmin(t);
+    const legit = await testCa('legit CA');
+    await verifyCa(admin, await registerCa(admin, 'legit-ca', legit), legit);
+    const legitUser = await testCertificate('legit-user', { issuer: legit });
+    const { id: legitId } = await identityWith(admin, 'legit-user', legitUser);
+
+    // A leaf naming the legitimate CA as its issuer but signed by another key, with an authenticator of its own.
+    const rogueCa = await testCa('rogue CA');
+    const rogue = await testCertificate('rogue-user', { issuer: rogueCa, issuerName: legit.cert.subject });
+    await identityWith(admin, 'rogue-user', rogue);
+    refused(await loginWith({ certPem: rogue.certPem + legit.certPem, keyPem: rogue.keyPem }));
+    refused(await loginWith({ certPem: rogue.certPem + rogueCa.certPem + legit.certPem, keyPem: rogue.keyPem }));
+
+    // A rogue self-signed leaf with the legitimate user's certificate (and its CA) as fillers: the leaf
+    // is who calls, and it chains to nothing.
+    const stranger = await selfSignedCertificate('filler-carrier');
+    const carried = await loginWith({ certPem: stranger.certPem + legitUser.certPem + legit.certPem, keyPem: stranger.keyPem });
+    refused(carried);
+    // The legitimate user still logs in as itself.
+    const own = await loginWith(legitUser);
+    expect(own.statusCode, own.body).toBe(200);
+    expect(JSON.parse(own.body).data.identityId).toBe(legitId);
   });
 });

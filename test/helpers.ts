@@ -2,7 +2,7 @@
 // clock, and helpers to call it through inject().
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import { createHash, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -272,4 +272,92 @@ export async function createTotpPolicy(t: TestController, adminToken: string, na
   });
   if (res.statusCode !== 201) throw new Error(`creating auth policy ${name} failed: ${res.statusCode} ${res.body}`);
   return json(res).data.id as string;
+}
+
+// ---- certificates made for a test: CAs, certificates they issue, the network's own -------------
+
+const EC_P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+
+function pemOf(label: string, data: ArrayBuffer | Buffer): string {
+  const b64 = Buffer.from(data as ArrayBuffer).toString('base64');
+  return `-----BEGIN ${label}-----\n${b64.replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+}
+
+/** A CA that signs certificates in a test: its certificate and private key. */
+export interface TestIssuer {
+  cert: x509.X509Certificate;
+  privateKey: webcrypto.CryptoKey;
+  certPem: string;
+}
+
+export interface TestCertificate {
+  certPem: string;
+  keyPem: string;
+  /** SHA-1 of the DER, as authenticators record it. */
+  fingerprint: string;
+  cert: x509.X509Certificate;
+  privateKey: webcrypto.CryptoKey;
+}
+
+interface CertificateOptions {
+  notBefore?: Date;
+  notAfter?: Date;
+  /** A CA certificate (basic constraints CA true, may sign certificates). */
+  ca?: boolean;
+  /** Signed by this issuer; self-signed without one. */
+  issuer?: TestIssuer;
+  /** The issuer name written into the certificate, when it should differ from the signer's (a forgery). */
+  issuerName?: string;
+}
+
+/** An ECDSA P-256 certificate: a client certificate, or a CA (`ca: true`), self-signed or issued. */
+export async function testCertificate(commonName: string, o: CertificateOptions = {}): Promise<TestCertificate> {
+  const crypto = webcrypto;
+  const keys = (await crypto.subtle.generateKey(EC_P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const extensions: x509.Extension[] = o.ca
+    ? [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+      ]
+    : [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+      ];
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: '01' + randomBytes(8).toString('hex'),
+      subject: `CN=${commonName}`,
+      issuer: o.issuerName ?? (o.issuer ? o.issuer.cert.subject : `CN=${commonName}`),
+      notBefore: o.notBefore ?? new Date(Date.now() - 3_600_000),
+      notAfter: o.notAfter ?? new Date(Date.now() + 365 * 86_400_000),
+      publicKey: keys.publicKey,
+      signingKey: o.issuer?.privateKey ?? keys.privateKey,
+      signingAlgorithm: EC_P256,
+      extensions,
+    },
+    crypto,
+  );
+  const der = Buffer.from(cert.rawData);
+  return {
+    certPem: pemOf('CERTIFICATE', der),
+    keyPem: pemOf('PRIVATE KEY', await crypto.subtle.exportKey('pkcs8', keys.privateKey)),
+    fingerprint: createHash('sha1').update(der).digest('hex'),
+    cert,
+    privateKey: keys.privateKey,
+  };
+}
+
+/** A CA certificate made for a test, ready to sign certificates. */
+export async function testCa(commonName: string, o: Omit<CertificateOptions, 'ca'> = {}): Promise<TestIssuer & TestCertificate> {
+  return testCertificate(commonName, { ...o, ca: true });
+}
+
+/** The controller's own signing CA as an issuer: certificates it signs are the network's. */
+export async function networkIssuer(t: TestController): Promise<TestIssuer> {
+  const { signingCertPem, signingKeyPem } = t.app.core.pki;
+  const der = createPrivateKey(signingKeyPem).export({ type: 'pkcs8', format: 'der' });
+  const privateKey = await webcrypto.subtle.importKey('pkcs8', der, EC_P256, false, ['sign']);
+  return { cert: new x509.X509Certificate(signingCertPem), privateKey, certPem: signingCertPem };
 }

@@ -14,7 +14,8 @@ import {
   createIdentityWithPassword,
   json,
   MGMT,
-  selfSignedCertificate,
+  networkIssuer,
+  testCertificate,
   startTestController,
   testClock,
   type TestController,
@@ -262,7 +263,8 @@ describe('the code flow with PKCE', () => {
 describe('certificate login', () => {
   it('a client presenting a certificate is sent to /oidc/login/cert and logs in with it', async () => {
     const id = json(await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: 'oidc-cert', type: 'Device', isAdmin: false } })).data.id as string;
-    const cert = await selfSignedCertificate('oidc-cert');
+    // A certificate of the network; the client's TLS sends the signing CA with it (from its trust bundle).
+    const cert = await testCertificate('oidc-cert', { issuer: await networkIssuer(t) });
     expect((await call(t, 'POST', `${MGMT}/authenticators`, { token: admin, body: { method: 'cert', identityId: id, certPem: cert.certPem } })).statusCode).toBe(201);
     const config = await discover();
     const verifier = client.randomPKCECodeVerifier();
@@ -292,7 +294,7 @@ describe('certificate login', () => {
     expect(tokens.claims()).toMatchObject({ sub: id, amr: ['cert'] });
     expect(decodeJwt(tokens.access_token).payload).toMatchObject({ sub: id, amr: ['cert'], ov_ice: false });
     const session = await https('GET', `${CLIENT}/current-api-session`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
-    expect(JSON.parse(session.body).data).toMatchObject({ identityId: id, isCertExtendable: false });
+    expect(JSON.parse(session.body).data).toMatchObject({ identityId: id, isCertExtendable: false, improperClientCertChain: false });
   });
 
   it('the certificate login without a certificate: 401 INVALID_AUTH, the request stays Started', async () => {

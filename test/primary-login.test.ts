@@ -18,7 +18,9 @@ import {
   createIdentityWithPassword,
   json,
   MGMT,
+  networkIssuer,
   selfSignedCertificate,
+  testCertificate,
   startTestController,
   testClock,
   type TestController,
@@ -90,7 +92,8 @@ async function refusal(check: Promise<unknown>): Promise<ApiError> {
 async function certIdentity(name: string, authPolicyId?: string) {
   const id = await createIdentity(t, admin, { name, ...(authPolicyId && { authPolicyId }) });
   const now = t.clock();
-  const cert = await selfSignedCertificate(name, { notBefore: new Date(now - DAY), notAfter: new Date(now + DAY) });
+  // Not before the network CA that issues it (made when the controller started), so the chain holds at its start.
+  const cert = await testCertificate(name, { issuer: await networkIssuer(t), notBefore: new Date(now), notAfter: new Date(now + DAY) });
   const res = await call(t, 'POST', `${MGMT}/authenticators`, { token: admin, body: { method: 'cert', identityId: id, certPem: cert.certPem } });
   expect(res.statusCode, res.body).toBe(201);
   return { id, authenticatorId: json(res).data.id as string, certificate: new X509Certificate(cert.certPem) };
@@ -112,10 +115,16 @@ describe('refusals say why, to the holder of the credential', () => {
     expect([err.code, err.message]).toEqual(['INVALID_AUTH', 'no external JWT signer accepts the token']);
   });
 
-  it('cert: none presented, or one no identity has', async () => {
+  it('cert: none presented, one of no trusted CA, or one no identity has', async () => {
     const none = await refusal(authenticatePrimary(core, byCert()));
     expect([none.code, none.message]).toEqual(['INVALID_AUTH', 'no client certificate was presented']);
-    const stranger = new X509Certificate((await selfSignedCertificate('stranger')).certPem);
+    const selfSigned = new X509Certificate((await selfSignedCertificate('self-signed')).certPem);
+    const untrusted = await refusal(authenticatePrimary(core, byCert(selfSigned)));
+    expect([untrusted.code, untrusted.message]).toEqual([
+      'INVALID_AUTH',
+      'the client certificate does not chain to the network or to a verified CA that allows logins',
+    ]);
+    const stranger = new X509Certificate((await testCertificate('stranger', { issuer: await networkIssuer(t) })).certPem);
     const unknown = await refusal(authenticatePrimary(core, byCert(stranger)));
     expect([unknown.code, unknown.message]).toEqual(['INVALID_AUTH', 'the client certificate belongs to no identity']);
   });

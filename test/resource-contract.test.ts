@@ -25,6 +25,7 @@ import {
   login,
   MGMT,
   startTestController,
+  testCa,
   type TestController,
 } from './helpers.js';
 
@@ -118,6 +119,8 @@ const BODY_EXTRAS: Record<string, (mode: Mode) => Promise<Body>> = {
   authenticators: async (mode) => (mode === 'create' ? { method: 'updb', username: unique('user'), password: 'contract-password-1' } : {}),
   // `router` is a plain string (it may name an edge or a transit router); the domain checks it exists.
   terminators: async (mode) => (mode === 'patch' ? {} : { router: await createEntity(definition('routers')) }),
+  // A CA's certPem must be a CA certificate of its own (fingerprints are unique).
+  cas: async (mode) => (mode === 'create' ? { certPem: (await testCa(unique('ca'))).certPem } : {}),
   // Each kind of check names its own fields, and full updates and patches name the (fixed) kind; an
   // MFA check needs no other field.
   'posture-checks': async () => ({ typeId: 'MFA' }),

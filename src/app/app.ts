@@ -18,6 +18,7 @@ import { loadBuildInfo } from '../build-info.js';
 import { SERVED_BINDINGS } from '../http/info.js';
 import { ApiSessions } from '../auth/api-sessions.js';
 import { IdentityDirectory } from '../auth/identity-directory.js';
+import { CertificateTrust } from '../auth/cert-trust.js';
 import { FailureThrottle } from '../auth/throttle.js';
 import { Revocations } from '../auth/revocations.js';
 import { OidcProvider } from '../oidc/provider.js';
@@ -129,6 +130,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const resources = new Resources(kernel, { checkAnswers: options.checkAnswers === true });
     const sessions = caches.register(new ApiSessions(kernel, clock, config.edge.api.sessionTimeout));
     const identities = caches.register(new IdentityDirectory(store, kernel.repo('identities'), clock));
+    const certificateTrust = caches.register(new CertificateTrust(store, kernel.repo('cas'), clock, pki));
     const links = caches.register(new PolicyLinks(store.dialect));
     const configValidators = caches.register(new ConfigValidators());
     registerResources(resources, {
@@ -170,6 +172,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       build: loadBuildInfo(),
       sessions,
       identities,
+      certificateTrust,
       identityAnswers: caches.register(new IdentityAnswers(resources)),
       loginThrottle: new FailureThrottle(clock),
       mfa,

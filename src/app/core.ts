@@ -11,6 +11,7 @@ import type { PolicyLinks } from '../policy/links.js';
 import type { BuildInfo } from '../build-info.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
+import type { CertificateTrust } from '../auth/cert-trust.js';
 import type { FailureThrottle } from '../auth/throttle.js';
 import type { IdentityAnswers } from '../domain/identities.js';
 import type { Revocations } from '../auth/revocations.js';
@@ -36,6 +37,8 @@ export interface Core {
   readonly build: BuildInfo;
   readonly sessions: ApiSessions;
   readonly identities: IdentityDirectory;
+  /** Which client certificates may log in: the network PKI's and those of verified CAs that allow it. */
+  readonly certificateTrust: CertificateTrust;
   readonly identityAnswers: IdentityAnswers;
   readonly loginThrottle: FailureThrottle;
   /** TOTP enrollments and the checks of their codes. */

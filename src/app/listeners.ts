@@ -41,6 +41,8 @@ export async function buildServer(
       key: core.pki.serverKeyPem,
       cert: core.pki.serverChainPem,
       requestCert: true,
+      // TLS does not judge client certificates: the trusted CAs change at runtime, so a certificate
+      // login verifies the presented chain itself (auth/cert-trust.ts).
       rejectUnauthorized: false,
       ...serverTimeoutOptions(listener.options),
     },

@@ -14,6 +14,7 @@ import { identityBehaviour } from '../domain/identities.js';
 import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
 import { authPolicyBehaviour } from '../domain/auth-policies.js';
+import { caBehaviour } from '../domain/cas.js';
 import { resourceDefs, type ResourceDefOf, type ResourceName } from '../resources/index.js';
 
 export interface ResourceDeps {
@@ -37,6 +38,7 @@ function domainBehaviours(deps: ResourceDeps): BehaviourOfEach {
   return {
     'auth-policies': authPolicyBehaviour(),
     identities: identityBehaviour(),
+    cas: caBehaviour(),
     authenticators: authenticatorBehaviour(),
     'api-sessions': apiSessionBehaviour(deps.sessions, deps.clock),
     'config-types': configTypeBehaviour(),

@@ -38,7 +38,8 @@ export interface ApiSession {
 export type NewApiSession = Pick<
   ApiSession,
   'identityId' | 'authenticatorId' | 'authMethod' | 'configTypes' | 'ipAddress' | 'isMfaRequired' | 'isCertExtendable'
->;
+> &
+  Partial<Pick<ApiSession, 'improperClientCertChain'>>;
 
 /** Sessions kept in memory at most; the least recently used are read from the store again. */
 export const MAX_CACHED_API_SESSIONS = 200_000;
@@ -97,6 +98,7 @@ export class ApiSessions implements Cache {
     const now = this.clock();
     const session: ApiSession = {
       ...values,
+      improperClientCertChain: values.improperClientCertChain === true,
       id: newUuid(),
       tokenHash: hashToken(token),
       createdAt: now,
@@ -104,7 +106,6 @@ export class ApiSessions implements Cache {
       storedActivityAt: now,
       isMfaComplete: false,
       mfaPassedAt: null,
-      improperClientCertChain: false,
       tags: {},
     };
     const row = {
@@ -122,7 +123,7 @@ export class ApiSessions implements Cache {
       isMfaRequired: session.isMfaRequired,
       isMfaComplete: false,
       isCertExtendable: session.isCertExtendable,
-      improperClientCertChain: false,
+      improperClientCertChain: session.improperClientCertChain,
     };
     await this.kernel.write(async (ctx) => {
       await ctx.insert('api-sessions', row);

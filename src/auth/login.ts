@@ -17,6 +17,7 @@ import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lock
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { FailureThrottle } from './throttle.js';
 import type { Mfa } from './mfa.js';
+import type { CertificateTrust } from './cert-trust.js';
 
 /** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
 export interface LoginDeps {
@@ -27,6 +28,7 @@ export interface LoginDeps {
   sessions: ApiSessions;
   loginThrottle: FailureThrottle;
   mfa: Pick<Mfa, 'isEnrolled'>;
+  certificateTrust: Pick<CertificateTrust, 'verify'>;
 }
 
 export type LoginMethod = 'password' | 'cert' | 'ext-jwt';
@@ -36,8 +38,10 @@ export interface LoginRequest {
   method: LoginMethod;
   username?: string;
   password?: string;
-  /** The leaf certificate the client presented in the TLS handshake. */
+  /** The leaf certificate the client presented in the TLS handshake: what identifies a certificate caller. */
   peerCertificate?: X509Certificate;
+  /** The other certificates the client presented, which may link the leaf to a trusted CA. */
+  peerChain?: readonly X509Certificate[];
   ipAddress: string;
   configTypes: string[];
   envInfo?: Record<string, string>;
@@ -48,7 +52,7 @@ type Identity = EntityOf<'identities'>;
 type Authenticator = EntityOf<'authenticators'>;
 
 /** The credentials of a primary login, whatever opens the session afterwards. */
-export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'ipAddress'>;
+export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'peerChain' | 'ipAddress'>;
 
 export interface PrimaryAuthentication {
   identity: Identity;
@@ -57,6 +61,11 @@ export interface PrimaryAuthentication {
   rules: AuthPolicyRules;
   /** Whether the identity has a confirmed TOTP enrollment (every login then asks for a code). */
   isTotpEnrolled: boolean;
+  /**
+   * A certificate login with a network certificate whose chain the client did not present: it
+   * verified only with the controller's own signing CA.
+   */
+  improperClientCertChain: boolean;
 }
 
 export interface LoginResult {
@@ -163,7 +172,7 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Fou
     const passwordHash = await hashPassword(req.password ?? '');
     await core.kernel.write((ctx) => ctx.update('authenticators', authenticator.id, { passwordHash }, identity.id));
   }
-  return { identity, authenticator, rules };
+  return { identity, authenticator, rules, improperClientCertChain: false };
 }
 
 function rulesOf(core: LoginDeps, identity: Identity): Promise<AuthPolicyRules> {
@@ -178,6 +187,9 @@ async function countFailure(core: LoginDeps, authenticator: Authenticator): Prom
 async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<Found> {
   const cert = req.peerCertificate;
   if (!cert) throw invalidAuth('no client certificate was presented');
+  // The chain first: a certificate that leads to no trusted CA identifies no one, whoever has it.
+  const origin = await core.certificateTrust.verify(cert, req.peerChain ?? []);
+  if (!origin) throw invalidAuth('the client certificate does not chain to the network or to a verified CA that allows logins');
   const fingerprint = fingerprintOfCertificate(cert);
   const row = await core.kernel.store.db
     .selectFrom('authenticators')
@@ -195,7 +207,7 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
   if (now > Date.parse(cert.validTo) && !rules.primary.cert.allowExpiredCerts) {
     throw invalidAuth('the client certificate has expired');
   }
-  return { identity, authenticator, rules };
+  return { identity, authenticator, rules, improperClientCertChain: origin.improperClientCertChain };
 }
 
 async function byExternalJwt(): Promise<never> {
@@ -211,7 +223,11 @@ async function usableIdentity(core: LoginDeps, authenticator: Authenticator): Pr
   return identity;
 }
 
-async function openSession(core: LoginDeps, req: LoginRequest, { identity, authenticator, rules, isTotpEnrolled }: PrimaryAuthentication): Promise<LoginResult> {
+async function openSession(
+  core: LoginDeps,
+  req: LoginRequest,
+  { identity, authenticator, rules, isTotpEnrolled, improperClientCertChain }: PrimaryAuthentication,
+): Promise<LoginResult> {
   if (req.envInfo || req.sdkInfo) {
     const values = {
       ...(req.envInfo ? { envInfo: req.envInfo } : {}),
@@ -229,6 +245,7 @@ async function openSession(core: LoginDeps, req: LoginRequest, { identity, authe
     // A confirmed TOTP enrollment asks for a code at every login, whatever the policy says.
     isMfaRequired: rules.secondary.requireTotp || isTotpEnrolled,
     isCertExtendable: req.method === 'cert' && authenticator.isIssuedByNetwork === true,
+    improperClientCertChain,
   });
   return { session, token, identity };
 }

@@ -4,7 +4,8 @@
 // Passwords and hashes never leave this module.
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
-import { fingerprintOfPem, parsePemCertificates } from '../pki/index.js';
+import type { X509Certificate } from 'node:crypto';
+import { fingerprintOfCertificate, parsePemCertificates } from '../pki/index.js';
 import type { ListQuery } from '../store/repository.js';
 import type { EntityOf } from '../resources/index.js';
 import type { authenticators } from '../resources/authenticators.js';
@@ -12,8 +13,9 @@ import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from '
 import { policyRules } from './auth-policies.js';
 import { assertMayManage } from './identities.js';
 import { relationOf } from './related.js';
+import { issuingCaOf } from './cas.js';
 
-function certificateFingerprint(pem: unknown): string {
+function authenticatorCertificate(pem: unknown): X509Certificate {
   if (typeof pem !== 'string' || pem.trim() === '') throw fieldError('certPem', 'is required for method cert');
   let certs;
   try {
@@ -22,7 +24,7 @@ function certificateFingerprint(pem: unknown): string {
     throw fieldError('certPem', 'must be a PEM certificate');
   }
   if (certs.length !== 1) throw fieldError('certPem', 'must hold exactly one certificate');
-  return fingerprintOfPem(pem);
+  return certs[0]!;
 }
 
 /** Hashes a new password after checking it against the identity's auth policy. */
@@ -46,7 +48,12 @@ export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticator
       } else {
         if (next.username !== null && next.username !== undefined) throw fieldError('username', 'is only for method updb');
         if (next.password !== undefined && next.password !== null) throw fieldError('password', 'is only for method updb');
-        if (!prev) next.fingerprint = certificateFingerprint(next.certPem);
+        if (!prev) {
+          const cert = authenticatorCertificate(next.certPem);
+          next.fingerprint = fingerprintOfCertificate(cert);
+          // A certificate of a registered CA goes with that CA.
+          next.caId = (await issuingCaOf(ctx.tx, cert)) ?? null;
+        }
       }
       if (!prev) {
         const existing = await ctx.tx

@@ -103,6 +103,38 @@ export function peerCertificate(request: FastifyRequest): X509Certificate | unde
   }
 }
 
+/** Certificates of a presented chain read beyond the leaf; what lies further is not looked at. */
+const MAX_PEER_CHAIN = 10;
+
+/**
+ * The leaf the client presented in the TLS handshake (what identifies it) and the other
+ * certificates it presented, as TLS links them by issuer name. Nothing here is trusted: the login
+ * verifies every link by signature (auth/cert-trust.ts).
+ */
+export function peerCertificates(request: FastifyRequest): { peerCertificate?: X509Certificate; peerChain: X509Certificate[] } {
+  const socket = request.raw.socket as TLSSocket;
+  if (typeof socket.getPeerCertificate !== 'function') return { peerChain: [] };
+  const leaf = socket.getPeerCertificate(true);
+  if (!leaf || !leaf.raw) return { peerChain: [] };
+  let peerCertificate: X509Certificate;
+  try {
+    peerCertificate = new X509Certificate(leaf.raw);
+  } catch {
+    return { peerChain: [] };
+  }
+  const peerChain: X509Certificate[] = [];
+  const seen = new Set([leaf]);
+  for (let next = leaf.issuerCertificate; next && !seen.has(next) && peerChain.length < MAX_PEER_CHAIN; next = next.issuerCertificate) {
+    seen.add(next);
+    try {
+      peerChain.push(new X509Certificate(next.raw));
+    } catch {
+      break;
+    }
+  }
+  return { peerCertificate, peerChain };
+}
+
 /**
  * Writes the expiry headers of an authenticated answer: the API session's expiry, or for a bearer
  * caller the access token's (`tokenExpiresAt`, ms).

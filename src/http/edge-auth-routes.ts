@@ -13,7 +13,7 @@ import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
 import { authenticators as authenticatorsDef } from '../resources/authenticators.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
-import { expiryHeaders, peerCertificate, presentedSessionToken, principalOf } from './credentials.js';
+import { expiryHeaders, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { named } from './openapi.js';
 import {
@@ -90,7 +90,7 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
         method,
         username: body.username,
         password: body.password,
-        peerCertificate: peerCertificate(request),
+        ...peerCertificates(request),
         ipAddress: request.ip,
         configTypes: [...new Set(body.configTypes ?? [])],
         envInfo: body.envInfo,

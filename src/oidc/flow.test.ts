@@ -28,6 +28,7 @@ const outcome = (r: AuthPolicyRules, method: PrimaryOutcome['method'] = 'passwor
   isCertExtendable: false,
   ipAddress: '192.0.2.10',
   isTotpEnrolled: false,
+  improperClientCertChain: false,
 });
 
 const params: AuthorizationParams = {

@@ -136,6 +136,8 @@ export interface PrimaryOutcome {
   ipAddress: string;
   /** Whether the identity has a confirmed TOTP enrollment; what it was at the login, or made since. */
   isTotpEnrolled: boolean;
+  /** A certificate login whose network certificate came without its chain (see auth/cert-trust.ts). */
+  improperClientCertChain: boolean;
 }
 
 export interface AuthRequest extends AuthorizationParams {

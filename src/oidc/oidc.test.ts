@@ -19,6 +19,7 @@ const outcome = (r: AuthPolicyRules): PrimaryOutcome => ({
   isCertExtendable: false,
   ipAddress: '127.0.0.1',
   isTotpEnrolled: false,
+  improperClientCertChain: false,
 });
 
 const params = { clientId: 'overlay', redirectUri: 'http://127.0.0.1/cb', scopes: ['openid'], codeChallenge: 'c'.repeat(43), configTypes: [] };

@@ -224,6 +224,7 @@ export class OidcProvider {
       ipAddress: primary.ipAddress,
       isMfaRequired: request.amr.includes('totp'),
       isCertExtendable: primary.isCertExtendable,
+      improperClientCertChain: primary.improperClientCertChain,
     });
     record.apiSessionId = session.id;
     if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session);

@@ -37,6 +37,7 @@ import { pkcs7CertsOnly } from './pkcs7.js';
 
 export { fingerprintOfCertificate, fingerprintOfPem, parsePemBlocks, parsePemCertificates, toPem } from './pem.js';
 export { pkcs7CertsOnly } from './pkcs7.js';
+export { issuedBy, signedBy, validAt, verifyChain, type TrustAnchor, type VerifiedChain } from './chain.js';
 export { writeFileAtomic } from './files.js';
 export { importSigningKey, parseEcPrivateKey, randomSerialNumber } from './issue.js';
 export { LOOPBACK_HOSTS, serverNames, type ServerNames } from './hosts.js';

@@ -26,6 +26,11 @@ export const authenticators = defineResource({
     }),
     certPem: field.string('cert only: the PEM certificate', { maxLength: MAX_CERT_PEM, createOnly: true, nullable: true, filterable: false }),
     fingerprint: field.string('SHA-1 fingerprint of the certificate', { readOnly: true, nullable: true, unique: true, maxLength: MAX_NAME }),
+    caId: field.ref('cas', 'the third-party CA whose certificate issued it; deleting the CA deletes it', {
+      readOnly: true,
+      writeOnly: true,
+      nullable: true,
+    }),
     isIssuedByNetwork: field.boolean('the certificate was issued by the controller', { readOnly: true, default: false }),
     isExtendRequested: field.boolean('flagged for extension', { readOnly: true, default: false }),
     isKeyRollRequested: field.boolean('extension should roll keys', { readOnly: true, default: false }),

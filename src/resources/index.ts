@@ -14,12 +14,14 @@ import { postureChecks, postureCheckTypes } from './posture-checks.js';
 import { controllers, controllerSettings, revocations } from './operations.js';
 import { sessions } from './sessions.js';
 import { mfas } from './mfas.js';
+import { cas } from './cas.js';
 
 /** Every resource, in registration order (transit-routers are the routers table served a second time). */
 export const resourceDefs = [
   identityTypes,
   authPolicies,
   identities,
+  cas,
   authenticators,
   apiSessions,
   mfas,

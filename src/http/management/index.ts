@@ -8,6 +8,7 @@ import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { mfaRoutes } from '../mfa-routes.js';
+import { casRoutes } from './cas.js';
 import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
@@ -28,6 +29,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     listScope: roleFilterScope('identities', flavor),
   });
   registerResourceRoutes(app, r.get('authenticators'), flavor);
+  casRoutes(app, core);
   registerResourceRoutes(app, r.get('api-sessions'), flavor);
   policiesRoutes(app, core);
   servicesRoutes(app, core);

@@ -14,7 +14,7 @@ import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
 import { RedirectPolicy, withQuery } from '../../oidc/redirects.js';
 import { CLIENT_ID } from '../../oidc/tokens.js';
 import { JWS_ALGORITHMS } from '../../oidc/jws.js';
-import { bearerToken, checkingBearer, CHALLENGE, peerCertificate } from '../credentials.js';
+import { bearerToken, checkingBearer, CHALLENGE, peerCertificate, peerCertificates } from '../credentials.js';
 import { handleError, handleNotFound } from '../errors.js';
 import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
 import {
@@ -165,7 +165,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
             method,
             username: p.username,
             password: p.password,
-            peerCertificate: peerCertificate(request),
+            ...peerCertificates(request),
             ipAddress: request.ip,
           });
         } catch (err) {
@@ -180,6 +180,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           isCertExtendable: method === 'cert' && primary.authenticator.isIssuedByNetwork === true,
           ipAddress: request.ip,
           isTotpEnrolled: primary.isTotpEnrolled,
+          improperClientCertChain: primary.improperClientCertChain,
         });
         return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
       };
