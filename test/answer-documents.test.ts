@@ -188,6 +188,14 @@ async function buildNetwork(): Promise<void> {
   m['auth-policies'] = await net.create('auth-policies', { name: 'walk-policy', primary: DEFAULT_PRIMARY, secondary: DEFAULT_SECONDARY });
   m['config-types'] = await net.create('config-types', { name: 'walk.v1', schema: { type: 'object' } });
   m['controller-settings'] = await net.create('controller-settings', { controllerId: 'walk-controller', oidc: { redirectUris: ['https://walk.example/cb'] } });
+  // a device created with its enrollments, so identity and enrollment reads show them
+  const device = (
+    await expectStatus(
+      send('POST', `${MGMT}/identities`, net.admin, { name: 'walk-device', type: 'Device', isAdmin: false, enrollment: { ott: true, updb: 'walk-device' } }),
+      201,
+    )
+  ).data.id;
+  m.enrollments = (await expectStatus(send('GET', `${MGMT}/identities/${device}/enrollments`, net.admin), 200)).data[0].id;
   m.revocations = (await expectStatus(send('POST', `${MGMT}/revocations`, net.admin, { id: bob.id, type: 'IDENTITY' }), 201)).data.id;
   // writes answered with the empty envelope: full update, patch, delete, enable and disable
   await net.patch('services', m.services, { tags: { walk: true } });

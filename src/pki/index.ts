@@ -39,6 +39,8 @@ export { fingerprintOfCertificate, fingerprintOfPem, parsePemBlocks, parsePemCer
 export { pkcs7CertsOnly } from './pkcs7.js';
 export { writeFileAtomic } from './files.js';
 export { importSigningKey, parseEcPrivateKey, randomSerialNumber } from './issue.js';
+export { createClientCertificate, identitySpiffeId, CLIENT_VALIDITY_YEARS, type Issuer } from './issue.js';
+export { checkCsrPem, CsrProblem, MAX_CSR_PEM, type CheckedCsr } from './csr.js';
 export { LOOPBACK_HOSTS, serverNames, type ServerNames } from './hosts.js';
 
 export interface Pki {

@@ -14,6 +14,7 @@ import { postureChecks, postureCheckTypes } from './posture-checks.js';
 import { controllers, controllerSettings, revocations } from './operations.js';
 import { sessions } from './sessions.js';
 import { mfas } from './mfas.js';
+import { enrollments } from './enrollments.js';
 
 /** Every resource, in registration order (transit-routers are the routers table served a second time). */
 export const resourceDefs = [
@@ -23,6 +24,7 @@ export const resourceDefs = [
   authenticators,
   apiSessions,
   mfas,
+  enrollments,
   configTypes,
   configs,
   services,

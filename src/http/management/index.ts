@@ -8,6 +8,7 @@ import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { mfaRoutes } from '../mfa-routes.js';
+import { enrollmentsRoutes } from './enrollments.js';
 import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
@@ -29,6 +30,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   });
   registerResourceRoutes(app, r.get('authenticators'), flavor);
   registerResourceRoutes(app, r.get('api-sessions'), flavor);
+  enrollmentsRoutes(app, core);
   policiesRoutes(app, core);
   servicesRoutes(app, core);
   routersRoutes(app, core);
