@@ -1,4 +1,4 @@
-// Enrollments beyond CRUD: the one-time token of each (made, sealed, hashed), its JWT, the rules of
+// Enrollments beyond CRUD: the one-time token of each (hashed, and inside its JWT, sealed), the rules of
 // creating one (one outstanding per method and identity, the method's own fields), refreshing it,
 // exchanging it for an authenticator (a client certificate for a CSR, or a password), and reverting
 // an authenticator to an enrollment. A token is used once: the exchange deletes the enrollment by id
@@ -45,7 +45,7 @@ export interface EnrollmentClaims {
 export const NETWORK_JWT_NAME = 'default';
 
 export interface EnrollmentTokenOptions {
-  /** Seals the tokens (the data directory's key). */
+  /** Seals the JWTs, which carry the tokens (the data directory's key). */
   box: SecretBox;
   /** The keys enrollment JWTs are signed with: the OIDC provider's, opened after the resources. */
   keys: () => SigningKeys;
