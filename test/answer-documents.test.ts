@@ -206,6 +206,14 @@ async function buildNetwork(): Promise<void> {
     externalIdClaim: { index: 0, location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' },
   });
   m['controller-settings'] = await net.create('controller-settings', { controllerId: 'walk-controller', oidc: { redirectUris: ['https://walk.example/cb'] } });
+  // a device created with its enrollments, so identity and enrollment reads show them
+  const device = (
+    await expectStatus(
+      send('POST', `${MGMT}/identities`, net.admin, { name: 'walk-device', type: 'Device', isAdmin: false, enrollment: { ott: true, updb: 'walk-device' } }),
+      201,
+    )
+  ).data.id;
+  m.enrollments = (await expectStatus(send('GET', `${MGMT}/identities/${device}/enrollments`, net.admin), 200)).data[0].id;
   m.revocations = (await expectStatus(send('POST', `${MGMT}/revocations`, net.admin, { id: bob.id, type: 'IDENTITY' }), 201)).data.id;
   // writes answered with the empty envelope: full update, patch, delete, enable and disable
   await net.patch('services', m.services, { tags: { walk: true } });

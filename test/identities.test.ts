@@ -232,8 +232,9 @@ describe('validation', () => {
     ['roleAttributes not an array', { name: 'v-1', type: 'User', isAdmin: false, roleAttributes: 'red' }, 'roleAttributes'],
     ['appData not an object', { name: 'v-1', type: 'User', isAdmin: false, appData: [1] }, 'appData'],
     ['tags with a number', { name: 'v-1', type: 'User', isAdmin: false, tags: { n: 1 } }, 'tags.n'],
-    ['enrollment on create', { name: 'v-1', type: 'User', isAdmin: false, enrollment: { ott: true } }, 'enrollment'],
-    ['enrollment updb on create', { name: 'v-1', type: 'User', isAdmin: false, enrollment: { updb: 'someone' } }, 'enrollment'],
+    ['enrollment ott not a boolean', { name: 'v-1', type: 'User', isAdmin: false, enrollment: { ott: 'yes' } }, 'enrollment.ott'],
+    ['enrollment updb username too short', { name: 'v-1', type: 'User', isAdmin: false, enrollment: { updb: 'abc' } }, 'enrollment.updb'],
+    ['enrollment ottca of no CA', { name: 'v-1', type: 'User', isAdmin: false, enrollment: { ottca: '' } }, 'enrollment.ottca'],
   ];
   it.each(invalid)('%s → 400 COULD_NOT_VALIDATE naming the field', async (_name, body, field) => {
     expectError(await call(t, 'POST', `${MGMT}/identities`, { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);

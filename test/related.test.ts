@@ -170,6 +170,7 @@ const OTHER_OPERATIONS: Record<string, string> = {
   'services/configs': 'listServiceConfig',
   'services/terminators': 'listServiceTerminators',
   'identities/authenticators': 'getIdentityAuthenticators',
+  'identities/enrollments': 'getIdentityEnrollments',
 };
 /** The permission group whose read each related list needs (that of the listed resource). */
 const GROUP: Record<string, string> = {

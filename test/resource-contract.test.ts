@@ -124,6 +124,8 @@ const BODY_EXTRAS: Record<string, (mode: Mode) => Promise<Body>> = {
   // Each kind of check names its own fields, and full updates and patches name the (fixed) kind; an
   // MFA check needs no other field.
   'posture-checks': async () => ({ typeId: 'MFA' }),
+  // An enrollment lasts until a time still to come.
+  enrollments: async (mode) => (mode === 'create' ? { method: 'ott', expiresAt: new Date(t.clock() + 3_600_000).toISOString() } : {}),
 };
 
 function definition(name: string): ResourceDef {

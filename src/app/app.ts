@@ -26,6 +26,7 @@ import { OidcSettingsView } from '../oidc/settings.js';
 import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
+import { Enrollments, EnrollmentTokens } from '../domain/enrollments.js';
 import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
@@ -89,6 +90,12 @@ async function resolveFreePorts(config: Config): Promise<void> {
   }
 }
 
+/** The advertised address of the first bind point serving the Client API (or of any, without one). */
+function clientApiAddress(config: Config): string {
+  const listener = config.web.find((l) => l.apis.some((a) => a.binding === 'edge-client')) ?? config.web[0];
+  return listener?.bindPoints[0]?.address ?? 'localhost';
+}
+
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
   const log =
@@ -133,7 +140,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const certificateTrust = caches.register(new CertificateTrust(store, kernel.repo('cas'), clock, pki));
     const links = caches.register(new PolicyLinks(store.dialect));
     const configValidators = caches.register(new ConfigValidators());
+    const secrets = await SecretBox.open(config.dataDir);
+    // Enrollment JWTs are signed with the OIDC keys, opened below; read only once requests are served.
+    const enrollmentTokens = new EnrollmentTokens({
+      box: secrets,
+      keys: () => oidc.keys,
+      address: clientApiAddress(config),
+      clock,
+      identityDuration: config.edge.enrollment.edgeIdentity.duration,
+    });
     registerResources(resources, {
+      enrollmentTokens,
       sessions,
       clock,
       tokenLifetimes: config.edge.oidc,
@@ -147,7 +164,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       admin: config.admin,
       announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
     });
-    const mfa = new Mfa({ kernel, clock, box: await SecretBox.open(config.dataDir), issuer: config.edge.totp.issuer });
+    const mfa = new Mfa({ kernel, clock, box: secrets, issuer: config.edge.totp.issuer });
     const revocations = new Revocations(clock);
     await revocations.start({ kernel, caches });
     const oidc = await OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations, mfa });
@@ -176,6 +193,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       identityAnswers: caches.register(new IdentityAnswers(resources)),
       loginThrottle: new FailureThrottle(clock),
       mfa,
+      secrets,
+      enrollments: new Enrollments({ resources, tokens: enrollmentTokens, pki, clock }),
       revocations,
       oidc,
       oidcSettings,

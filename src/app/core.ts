@@ -20,6 +20,8 @@ import type { OidcProvider } from '../oidc/provider.js';
 import type { OidcSettingsView } from '../oidc/settings.js';
 import type { ClientReadModel } from '../domain/client/read-model.js';
 import type { AnswerCache } from '../http/client/answer-cache.js';
+import type { SecretBox } from '../auth/secret-box.js';
+import type { Enrollments } from '../domain/enrollments.js';
 
 export interface Core {
   readonly config: Config;
@@ -43,6 +45,10 @@ export interface Core {
   readonly loginThrottle: FailureThrottle;
   /** TOTP enrollments and the checks of their codes. */
   readonly mfa: Mfa;
+  /** Seals secrets the controller reads back, under the data directory's key. */
+  readonly secrets: SecretBox;
+  /** Identity enrollments: refresh, exchange for an authenticator, revert, network JWTs. */
+  readonly enrollments: Enrollments;
   /** Revoked tokens, API sessions and identities, in memory. */
   readonly revocations: Revocations;
   /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */

@@ -11,6 +11,7 @@ import { edgeRouterBehaviour, routerBehaviour, terminatorBehaviour } from '../do
 import { postureCheckBehaviour } from '../domain/posture-checks.js';
 import { controllerSettingBehaviour, revocationBehaviour, type TokenLifetimes } from '../domain/operations.js';
 import { identityBehaviour } from '../domain/identities.js';
+import { enrollmentBehaviour, type EnrollmentTokens } from '../domain/enrollments.js';
 import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
 import { authPolicyBehaviour } from '../domain/auth-policies.js';
@@ -28,17 +29,20 @@ export interface ResourceDeps {
   configValidators: ConfigValidators;
   /** What service answers carry for their caller (the Client API's read model, built after the resources). */
   serviceFieldsForCaller: ServiceFieldsForCaller;
+  /** Tokens and JWTs of enrollments. */
+  enrollmentTokens: EnrollmentTokens;
 }
 
 /** Per collection, a behaviour over that collection's own definition. */
 type BehaviourOfEach = { [N in ResourceName]?: ResourceBehaviour<ResourceDefOf<N>> };
 
 /** The domain behaviour of each collection that has one beyond CRUD and its relations. */
-function domainBehaviours(deps: ResourceDeps): BehaviourOfEach {
+function domainBehaviours(resources: Resources, deps: ResourceDeps): BehaviourOfEach {
   return {
     'auth-policies': authPolicyBehaviour(),
-    identities: identityBehaviour(),
+    identities: identityBehaviour(deps.enrollmentTokens, resources),
     cas: caBehaviour(),
+    enrollments: enrollmentBehaviour(deps.enrollmentTokens, resources),
     authenticators: authenticatorBehaviour(),
     'api-sessions': apiSessionBehaviour(deps.sessions, deps.clock),
     'config-types': configTypeBehaviour(),
@@ -55,7 +59,7 @@ function domainBehaviours(deps: ResourceDeps): BehaviourOfEach {
 }
 
 export function registerResources(resources: Resources, deps: ResourceDeps): void {
-  const behaviours = domainBehaviours(deps);
+  const behaviours = domainBehaviours(resources, deps);
   for (const def of resourceDefs) {
     const parts = [behaviours[def.name], relationBehaviour(def, deps.links)].filter((b): b is ResourceBehaviour => b !== undefined);
     resources.register(def, parts.length > 1 ? composeBehaviours(...parts) : parts[0]);

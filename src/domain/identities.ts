@@ -2,7 +2,7 @@
 // disable / enable taking effect on live sessions at once.
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { ApiError, fieldError, notFound } from '../errors.js';
+import { ApiError, notFound } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
 import { endMfaPasses } from '../auth/mfa.js';
@@ -11,6 +11,7 @@ import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
+import { createIdentityEnrollments, pendingEnrollments, type EnrollmentTokens } from './enrollments.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /**
@@ -56,7 +57,7 @@ export const IdentityEnrollmentsSchema = Type.Object({
  * name, read as clients of this interface decode it), its authenticators, API sessions and pending
  * enrollments, and `appData` as an object even where none was given.
  */
-const identityReadFields = computed<typeof identities>(
+const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => computed<typeof identities>(
   {
     type: EntityRefSchema,
     typeId: Type.String(),
@@ -91,6 +92,7 @@ const identityReadFields = computed<typeof identities>(
     const typeIds = [...new Set(entities.map((e) => String(e.type)))];
     const types = await ex.selectFrom('identity_types').select(['id', 'name']).where('id', 'in', typeIds).execute();
     const typeNames = new Map(types.map((r) => [String(r.id), String(r.name)]));
+    const enrollments = await pendingEnrollments(tokens, resources, ex, ids);
     const withSession = new Set(sessions.map((s) => s.identity_id as string));
     for (const [i, e] of entities.entries()) {
       const mine = auths.filter((a) => a.identity_id === e.id);
@@ -102,8 +104,7 @@ const identityReadFields = computed<typeof identities>(
         type: entityRef('identity-types', typeId, typeNames.get(typeId) ?? typeId),
         typeId,
         appData: e.appData ?? {},
-        // No enrollment is kept by this controller yet, so none is pending.
-        enrollment: {},
+        enrollment: enrollments.get(e.id) ?? {},
         authenticators: {
           ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
           ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
@@ -117,7 +118,11 @@ const identityReadFields = computed<typeof identities>(
   },
 );
 
-export function identityBehaviour(): ResourceBehaviour<typeof identities> {
+/**
+ * The behaviour of identities. `tokens` makes the tokens and JWTs of the enrollments an identity is
+ * created with and reads with; `resources` is the controller's.
+ */
+export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources): ResourceBehaviour<typeof identities> {
   return {
     async validate(ctx, next, prev) {
       if (prev) await assertMayManage(ctx, prev.id);
@@ -131,9 +136,6 @@ export function identityBehaviour(): ResourceBehaviour<typeof identities> {
           });
         }
       }
-      if (next.enrollment !== undefined && next.enrollment !== null) {
-        throw fieldError('enrollment', 'enrollments are created with POST /enrollments');
-      }
       if (prev?.isDefaultAdmin === true && next.isAdmin !== true) {
         throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', 'the default admin stays an admin', {
           field: 'isAdmin',
@@ -142,13 +144,17 @@ export function identityBehaviour(): ResourceBehaviour<typeof identities> {
         });
       }
     },
+    async afterWrite(ctx, next, prev) {
+      // `enrollment` is accepted on create only: the enrollments the identity starts with.
+      if (!prev && next.enrollment) await createIdentityEnrollments(ctx, next.id, next.enrollment, tokens.identityDuration);
+    },
     async beforeDelete(ctx, prev) {
       await assertMayManage(ctx, prev.id);
       if (prev.isDefaultAdmin === true) {
         throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
       }
     },
-    computed: [identityReadFields],
+    computed: [identityReadFields(tokens, resources)],
   };
 }
 
@@ -207,7 +213,7 @@ export class IdentityAnswers implements Cache {
   onChange(c: Change): void {
     if (c.collection === 'auth-policies') this.cache.clear();
     else if (c.collection === 'identities') this.cache.delete(c.id);
-    else if (c.collection === 'authenticators' || c.collection === 'api-sessions' || c.collection === 'mfas') {
+    else if (c.collection === 'authenticators' || c.collection === 'api-sessions' || c.collection === 'mfas' || c.collection === 'enrollments') {
       if (c.ownerId !== undefined) this.cache.delete(c.ownerId);
       else this.cache.clear();
     }

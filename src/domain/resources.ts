@@ -197,24 +197,31 @@ export class ResourceService<E extends Entity = Entity> {
   }
 
   async create(body: Record<string, unknown>, actor?: Actor): Promise<E> {
-    return this.write(actor, async (ctx) => {
-      const given = this.def.idFrom ? body[this.def.idFrom] : undefined;
-      const entity: Record<string, unknown> = {
-        id: typeof given === 'string' ? given : newId(),
-        createdAt: ctx.now,
-        updatedAt: ctx.now,
-        tags: body.tags ?? {},
-      };
-      if (this.def.system) entity.isSystem = false;
-      for (const [name, f] of Object.entries(this.def.fields)) {
-        const value = f.readOnly ? undefined : body[name];
-        entity[name] = value !== undefined ? value : defaultOf(f.default);
-      }
-      if (typeof given === 'string' && (await this.repo.exists(ctx.tx, given))) {
-        throw fieldError(this.def.idFrom!, `another ${this.def.label} already has this id`, given);
-      }
-      return this.store_(ctx, normalise(this.def, entity as Entity), undefined);
-    });
+    return this.write(actor, (ctx) => this.createIn(ctx, body));
+  }
+
+  /**
+   * A create inside a write already under way (an identity created with its enrollments, an
+   * enrollment exchanged for an authenticator). `server` sets read-only fields the controller decides
+   * (an authenticator's isIssuedByNetwork), which a body never can.
+   */
+  async createIn(ctx: WriteContext, body: Record<string, unknown>, server: Record<string, unknown> = {}): Promise<E> {
+    const given = this.def.idFrom ? body[this.def.idFrom] : undefined;
+    const entity: Record<string, unknown> = {
+      id: typeof given === 'string' ? given : newId(),
+      createdAt: ctx.now,
+      updatedAt: ctx.now,
+      tags: body.tags ?? {},
+    };
+    if (this.def.system) entity.isSystem = false;
+    for (const [name, f] of Object.entries(this.def.fields)) {
+      const value = f.readOnly ? server[name] : body[name];
+      entity[name] = value !== undefined ? value : defaultOf(f.default);
+    }
+    if (typeof given === 'string' && (await this.repo.exists(ctx.tx, given))) {
+      throw fieldError(this.def.idFrom!, `another ${this.def.label} already has this id`, given);
+    }
+    return this.store_(ctx, normalise(this.def, entity as Entity), undefined);
   }
 
   /** Full update: required fields present (the schema saw to it), absent optional ones reset. */
@@ -437,6 +444,11 @@ export class Resources {
     const s = this.services.get(name);
     if (!s) throw new Error(`no resource ${name}`);
     return s;
+  }
+
+  /** Whether a collection is a resource of the controller. */
+  has(name: string): boolean {
+    return this.services.has(name);
   }
 
   all(): ResourceService[] {

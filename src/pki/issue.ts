@@ -202,3 +202,46 @@ export async function createServerCertificate(names: ServerNames, issuer: Issuer
   const node = toNodeCertificate(cert);
   return { cert: node, certPem: toPem('CERTIFICATE', node.raw), keyPem: keys.privateKeyPem };
 }
+
+export const CLIENT_VALIDITY_YEARS = 1;
+
+/** The SPIFFE id an identity's client certificate carries: what names the identity in the trust domain. */
+export function identitySpiffeId(trustDomain: string, identityId: string): string {
+  return `${trustDomainUri(trustDomain)}/identity/${encodeURIComponent(identityId)}`;
+}
+
+/**
+ * A client certificate for an identity, for a public key the identity holds (from its CSR): not a CA,
+ * for signatures and TLS client authentication only, naming the identity by its SPIFFE id, and
+ * never outliving the signing CA.
+ */
+export async function createClientCertificate(
+  publicKey: x509.PublicKey,
+  trustDomain: string,
+  identityId: string,
+  issuer: Issuer,
+  now: Date,
+): Promise<{ cert: X509Certificate; certPem: string }> {
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: randomSerialNumber(),
+      subject: new x509.Name([{ '2.5.4.3': [identityId] }]),
+      issuer: subjectNameOf(issuer.cert),
+      ...validity(now, CLIENT_VALIDITY_YEARS, notAfterOf(issuer.cert)),
+      publicKey,
+      signingKey: issuer.key,
+      signingAlgorithm: SIGNING_ALGORITHM,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+        await x509.SubjectKeyIdentifierExtension.create(publicKey, false, crypto),
+        new x509.AuthorityKeyIdentifierExtension(subjectKeyId(issuer.cert)),
+        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: identitySpiffeId(trustDomain, identityId) }]),
+      ],
+    },
+    crypto,
+  );
+  const node = toNodeCertificate(cert);
+  return { cert: node, certPem: toPem('CERTIFICATE', node.raw) };
+}

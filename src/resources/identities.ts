@@ -17,7 +17,7 @@ export const SdkInfoSchema = info(SDK_INFO_KEYS);
 
 export const EnrollmentCreateSchema = Type.Object({
   ott: Type.Optional(Type.Boolean()),
-  ottca: Type.Optional(Type.String({ maxLength: MAX_NAME })),
+  ottca: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_NAME })),
   updb: Type.Optional(Type.String({ minLength: 4, maxLength: 100 })),
 });
 
@@ -46,6 +46,7 @@ export const identities = defineResource({
     { collection: 'service-policies', operationId: 'listIdentityServicePolicies' },
     { collection: 'services', through: 'service-policies', policyType: true, operationId: 'listIdentityServices' },
     { collection: 'authenticators', by: 'identityId', permission: 'parent', operationId: 'getIdentityAuthenticators' },
+    { collection: 'enrollments', by: 'identityId', operationId: 'getIdentityEnrollments' },
   ],
   fields: {
     name: field.name(),

@@ -15,6 +15,7 @@ import { controllers, controllerSettings, revocations } from './operations.js';
 import { sessions } from './sessions.js';
 import { mfas } from './mfas.js';
 import { cas } from './cas.js';
+import { enrollments } from './enrollments.js';
 
 /** Every resource, in registration order (transit-routers are the routers table served a second time). */
 export const resourceDefs = [
@@ -25,6 +26,7 @@ export const resourceDefs = [
   authenticators,
   apiSessions,
   mfas,
+  enrollments,
   configTypes,
   configs,
   services,

@@ -5,6 +5,7 @@ import type { Core } from '../../app/core.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { mfaRoutes } from '../mfa-routes.js';
 import { clientControllersRoutes } from './controllers.js';
+import { clientEnrollRoutes } from './enroll.js';
 import { clientExternalJwtSignersRoutes } from './external-jwt-signers.js';
 import { clientPostureRoutes } from './posture.js';
 import { issuerOfRequests } from './request.js';
@@ -29,4 +30,5 @@ export function clientRoutes(app: FastifyInstance, core: Core): void {
   });
   clientSessionsRoutes(app, { flavor, sessions: model.sessions, issuerOf: issuerOfRequests(core.config.web, core.oidc.issuers) });
   clientPostureRoutes(app, { responses: model.postureResponses });
+  clientEnrollRoutes(app, core);
 }

@@ -9,6 +9,7 @@ import { routeAuth } from '../auth-requirements.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { mfaRoutes } from '../mfa-routes.js';
 import { casRoutes } from './cas.js';
+import { enrollmentsRoutes } from './enrollments.js';
 import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
@@ -31,6 +32,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, r.get('authenticators'), flavor);
   casRoutes(app, core);
   registerResourceRoutes(app, r.get('api-sessions'), flavor);
+  enrollmentsRoutes(app, core);
   policiesRoutes(app, core);
   servicesRoutes(app, core);
   routersRoutes(app, core);

@@ -10,6 +10,7 @@ import { m0007EdgeRouterSyncStatus } from './0007-edge-router-sync-status.js';
 import { m0008AllRouters } from './0008-all-routers.js';
 import { m0009PostureCheckVersions } from './0009-posture-check-versions.js';
 import { m0010Mfa } from './0010-mfa.js';
+import { m0011Enrollments } from './0011-enrollments.js';
 import { m0012Cas } from './0012-cas.js';
 
 export const migrations: readonly StoreMigration[] = [
@@ -23,5 +24,6 @@ export const migrations: readonly StoreMigration[] = [
   m0008AllRouters,
   m0009PostureCheckVersions,
   m0010Mfa,
+  m0011Enrollments,
   m0012Cas,
 ];

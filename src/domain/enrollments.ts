@@ -1,0 +1,504 @@
+// Enrollments beyond CRUD: the one-time token of each (hashed, and inside its JWT, sealed), the rules of
+// creating one (one outstanding per method and identity, the method's own fields), refreshing it,
+// exchanging it for an authenticator (a client certificate for a CSR, or a password), and reverting
+// an authenticator to an enrollment. A token is used once: the exchange deletes the enrollment by id
+// AND token digest in the same transaction that creates the authenticator, so of two exchanges at
+// the same time one finds nothing to delete and fails.
+import { randomUUID, sign, X509Certificate } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { JWK } from 'jose';
+import { ApiError, fieldError, notFound } from '../errors.js';
+import { iso, type Clock } from '../clock.js';
+import { hashToken } from '../auth/tokens.js';
+import type { SecretBox } from '../auth/secret-box.js';
+import { signCompact } from '../oidc/jws.js';
+import type { SigningKeys } from '../oidc/keys.js';
+import {
+  checkCsrPem,
+  createClientCertificate,
+  CsrProblem,
+  importSigningKey,
+  type Issuer,
+  type Pki,
+} from '../pki/index.js';
+import { entityRef, EntityRefSchema, type EntityRef } from '../resources/kit.js';
+import type { enrollments } from '../resources/enrollments.js';
+import type { EntityOf } from '../resources/index.js';
+import type { Executor } from '../store/store.js';
+import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
+import { assertMayManage } from './identities.js';
+
+export type Enrollment = EntityOf<'enrollments'>;
+
+/** What an enrollment JWT says (behaviour.md §7). */
+export interface EnrollmentClaims {
+  iss: string;
+  sub: string;
+  jti: string;
+  iat: number;
+  exp: number;
+  em: string;
+  ctrls: string[];
+}
+
+/** The name of the one network JWT (GET /network-jwts). */
+export const NETWORK_JWT_NAME = 'default';
+
+export interface EnrollmentTokenOptions {
+  /** Seals the JWTs, which carry the tokens (the data directory's key). */
+  box: SecretBox;
+  /** The keys enrollment JWTs are signed with: the OIDC provider's, opened after the resources. */
+  keys: () => SigningKeys;
+  /** This controller's advertised Client API address, host:port: the JWTs' issuer. */
+  address: string;
+  clock: Clock;
+  /** How long an enrollment made with an identity lasts (edge.enrollment.edgeIdentity.duration). */
+  identityDuration: number;
+}
+
+/** A new one-time token, as the store keeps it. */
+export interface IssuedToken {
+  tokenHash: string;
+  sealedJwt: string;
+  issuedAt: string;
+}
+
+/** The tokens of enrollments and the JWTs that carry them. */
+export class EnrollmentTokens {
+  private networkJwt: { kid: string; jwt: string } | undefined;
+
+  constructor(private readonly opts: EnrollmentTokenOptions) {}
+
+  get issuer(): string {
+    return `https://${this.opts.address}`;
+  }
+
+  get identityDuration(): number {
+    return this.opts.identityDuration;
+  }
+
+  get keys(): SigningKeys {
+    return this.opts.keys();
+  }
+
+  /**
+   * A new token for an enrollment and its JWT, signed now: the token is a random UUID (what clients
+   * of this interface expect in the `token` query parameter); the store keeps its digest and the
+   * JWT sealed to this enrollment.
+   */
+  issue(e: Pick<Enrollment, 'id' | 'identityId' | 'method' | 'expiresAt'>, now: string, ctrls: string[]): IssuedToken {
+    const token = randomUUID();
+    const claims: EnrollmentClaims = {
+      iss: this.issuer,
+      sub: e.identityId,
+      jti: token,
+      iat: Math.floor(Date.parse(now) / 1000),
+      exp: Math.floor(Date.parse(e.expiresAt) / 1000),
+      em: e.method,
+      ctrls,
+    };
+    return { tokenHash: hashToken(token), sealedJwt: this.opts.box.seal(this.sign(claims), sealContext(e.id)), issuedAt: now };
+  }
+
+  /** The JWT of an enrollment, unsealed; it carries the token as `jti`. */
+  jwtOf(e: Pick<Enrollment, 'id' | 'sealedJwt'>): string {
+    return this.opts.box.open(e.sealedJwt, sealContext(e.id));
+  }
+
+  /** The one-time token of an enrollment: the `jti` of its JWT. */
+  tokenOf(e: Pick<Enrollment, 'id' | 'sealedJwt'>): string {
+    const payload = this.jwtOf(e).split('.')[1] ?? '';
+    const { jti } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { jti?: unknown };
+    if (typeof jti !== 'string') throw new Error(`enrollment ${e.id}: its JWT carries no token`);
+    return jti;
+  }
+
+  /**
+   * The network JWT a client bootstraps its trust in the controller with: no token in it, so one is
+   * made per signing key and kept.
+   */
+  networkToken(ctrls: string[]): string {
+    const kid = this.keys.current.kid;
+    if (this.networkJwt?.kid !== kid) {
+      const issuer = `${this.issuer}/`;
+      const jwt = this.sign({ iss: issuer, sub: issuer, jti: randomUUID(), iat: Math.floor(this.opts.clock() / 1000), em: 'network', ctrls });
+      this.networkJwt = { kid, jwt };
+    }
+    return this.networkJwt.jwt;
+  }
+
+  /** The public keys that verify enrollment JWTs. */
+  jwks(): { keys: JWK[] } {
+    return this.keys.jwks();
+  }
+
+  private sign(claims: object): string {
+    const key = this.keys.current;
+    return signCompact(key.alg, key.privateKey, key.headers.jwt, claims);
+  }
+}
+
+function sealContext(id: string): string {
+  return `enrollment:${id}`;
+}
+
+/** The Client API addresses of every controller of the network: the `ctrls` of enrollment JWTs, as of their issue. */
+export async function controllerUrls(ex: Executor, fallback: string): Promise<string[]> {
+  const rows = await ex.selectFrom('controllers').select('address').orderBy('address').execute();
+  const urls = [...new Set(rows.map((r) => String(r.address)).filter((a) => a !== '').map((a) => `https://${a}`))];
+  return urls.length > 0 ? urls : [fallback];
+}
+
+// ---- the resource's behaviour ---------------------------------------------------------------------
+
+/** The CA an ottca enrollment names, as a reference; null while CAs are not a collection here. */
+async function caNames(resources: Resources, ex: Executor, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0 || !resources.has('cas')) return new Map();
+  return resources.get('cas').repo.names(ex, ids);
+}
+
+/** A reference to an identity as enrollment answers carry it: with `urlName` too. */
+const IdentityRefSchema = Type.Union([Type.Composite([EntityRefSchema, Type.Object({ urlName: Type.String() })]), Type.Null()]);
+
+/**
+ * The behaviour of enrollments. `resources` is the controller's (read fields name the CA of an ottca
+ * enrollment when CAs are a collection of it).
+ */
+export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resources): ResourceBehaviour<typeof enrollments> {
+  return {
+    async validate(ctx, next, prev) {
+      if (prev) return;
+      await assertMayManage(ctx, next.identityId);
+      const expiresAt = Date.parse(next.expiresAt);
+      if (!(expiresAt > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', next.expiresAt);
+      next.expiresAt = iso(expiresAt);
+      await checkMethodFields(ctx, next);
+      const outstanding = await ctx.tx
+        .selectFrom('enrollments')
+        .select('id')
+        .where('identity_id', '=', next.identityId)
+        .where('method', '=', next.method)
+        .executeTakeFirst();
+      if (outstanding) {
+        throw new ApiError('ENROLLMENT_EXISTS', `an enrollment of method ${next.method} is already outstanding for the identity`, {
+          field: 'method',
+          reason: 'an enrollment of this method is outstanding',
+          value: next.method,
+        });
+      }
+      const authenticatorMethod = next.method === 'updb' ? 'updb' : 'cert';
+      const authenticator = await ctx.tx
+        .selectFrom('authenticators')
+        .select('id')
+        .where('identity_id', '=', next.identityId)
+        .where('method', '=', authenticatorMethod)
+        .executeTakeFirst();
+      if (authenticator) {
+        throw fieldError('method', `the identity already has a ${authenticatorMethod} authenticator`, next.method);
+      }
+      Object.assign(next, tokens.issue(next, ctx.now, await controllerUrls(ctx.tx, tokens.issuer)));
+    },
+    async beforeDelete(ctx, prev) {
+      await assertMayManage(ctx, prev.identityId);
+    },
+    computed: [
+      computed<typeof enrollments>(
+        {
+          token: Type.String({ description: 'the one-time token' }),
+          jwt: Type.String({ description: 'the enrollment JWT handed to the device; carries the token' }),
+          identity: IdentityRefSchema,
+          ca: Type.Union([EntityRefSchema, Type.Null()]),
+        },
+        async (ex, entities, answers) => {
+          if (entities.length === 0) return;
+          const identityNames = await ex
+            .selectFrom('identities')
+            .select(['id', 'name'])
+            .where('id', 'in', [...new Set(entities.map((e) => e.identityId))])
+            .execute();
+          const names = new Map(identityNames.map((r) => [String(r.id), String(r.name)]));
+          const cas = await caNames(resources, ex, [...new Set(entities.flatMap((e) => (e.caId === null ? [] : [e.caId])))]);
+          for (const [i, e] of entities.entries()) {
+            const name = names.get(e.identityId);
+            Object.assign(answers[i]!, {
+              token: tokens.tokenOf(e),
+              jwt: tokens.jwtOf(e),
+              identity: name === undefined ? null : { ...entityRef('identities', e.identityId, name), urlName: 'identities' },
+              ca: e.caId !== null && cas.has(e.caId) ? entityRef('cas', e.caId, cas.get(e.caId)!) : null,
+            });
+          }
+        },
+      ),
+    ],
+  };
+}
+
+/** Each method's own fields: caId for ottca (a CA that exists), username for updb (not taken). */
+async function checkMethodFields(ctx: WriteContext, next: Enrollment): Promise<void> {
+  if (next.method !== 'ottca' && next.caId !== null) throw fieldError('caId', 'is only for method ottca', next.caId);
+  if (next.method !== 'updb' && next.username !== null) throw fieldError('username', 'is only for method updb', next.username);
+  if (next.method === 'ottca') {
+    if (next.caId === null) throw fieldError('caId', 'is required for method ottca');
+    if (!(await caExists(ctx, next.caId))) {
+      throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `caId: no CA with id ${next.caId}`, {
+        field: 'caId',
+        reason: 'no CA with this id',
+        value: next.caId,
+      });
+    }
+  }
+  if (next.method === 'updb') {
+    if (next.username === null) throw fieldError('username', 'is required for method updb');
+    const taken =
+      (await ctx.tx.selectFrom('authenticators').select('id').where('username', '=', next.username).executeTakeFirst()) ??
+      (await ctx.tx
+        .selectFrom('enrollments')
+        .select('id')
+        .where('username', '=', next.username)
+        .where('identity_id', '!=', next.identityId)
+        .executeTakeFirst());
+    if (taken) throw fieldError('username', 'another identity already has or is enrolling with this username', next.username);
+  }
+}
+
+/** Whether a CA exists: none does while CAs are not a collection of the controller. */
+async function caExists(ctx: WriteContext, caId: string): Promise<boolean> {
+  return ctx.resources.has('cas') && (await ctx.resources.get('cas').repo.exists(ctx.tx, caId));
+}
+
+/** What an identity's `enrollment` create field asks for (resources/identities.ts). */
+export interface IdentityEnrollmentRequest {
+  ott?: boolean;
+  ottca?: string;
+  updb?: string;
+}
+
+/**
+ * The enrollments an identity is created with, in the identity's own write, each lasting the
+ * configured identity enrollment duration.
+ */
+export async function createIdentityEnrollments(
+  ctx: WriteContext,
+  identityId: string,
+  request: IdentityEnrollmentRequest,
+  duration: number,
+): Promise<void> {
+  const service = ctx.resources.get('enrollments');
+  const expiresAt = iso(Date.parse(ctx.now) + duration);
+  const at = (field: string) => (err: unknown) => {
+    // A problem of one of them names it within the identity's `enrollment` field.
+    if (err instanceof ApiError && err.cause && 'field' in err.cause) {
+      throw new ApiError(err.code, err.message, { ...err.cause, field: `enrollment.${field}` });
+    }
+    throw err;
+  };
+  if (request.ott === true) await service.createIn(ctx, { method: 'ott', identityId, expiresAt }).catch(at('ott'));
+  if (request.updb !== undefined) {
+    await service.createIn(ctx, { method: 'updb', identityId, expiresAt, username: request.updb }).catch(at('updb'));
+  }
+  if (request.ottca !== undefined) {
+    await service.createIn(ctx, { method: 'ottca', identityId, expiresAt, caId: request.ottca }).catch(at('ottca'));
+  }
+}
+
+/** What an identity's `enrollment` reads as: its outstanding enrollments by method. */
+export interface PendingEnrollment {
+  id: string;
+  jwt: string;
+  token: string;
+  expiresAt: string;
+  caId?: string;
+  ca?: EntityRef;
+}
+
+/** The outstanding enrollments of some identities, by identity and method, with token and JWT. */
+export async function pendingEnrollments(
+  tokens: EnrollmentTokens,
+  resources: Resources,
+  ex: Executor,
+  identityIds: string[],
+): Promise<Map<string, Record<string, PendingEnrollment>>> {
+  const out = new Map<string, Record<string, PendingEnrollment>>();
+  if (identityIds.length === 0) return out;
+  const repo = resources.get('enrollments').repo;
+  const rows = await ex.selectFrom('enrollments').selectAll().where('identity_id', 'in', identityIds).execute();
+  if (rows.length === 0) return out;
+  const entities = rows.map((r) => repo.fromRow(r));
+  const cas = await caNames(resources, ex, entities.flatMap((e) => (e.caId === null ? [] : [e.caId])));
+  for (const e of entities) {
+    const pending: PendingEnrollment = { id: e.id, jwt: tokens.jwtOf(e), token: tokens.tokenOf(e), expiresAt: e.expiresAt };
+    if (e.method === 'ottca' && e.caId !== null) {
+      pending.caId = e.caId;
+      pending.ca = entityRef('cas', e.caId, cas.get(e.caId) ?? e.caId);
+    }
+    const mine = out.get(e.identityId) ?? {};
+    mine[e.method] = pending;
+    out.set(e.identityId, mine);
+  }
+  return out;
+}
+
+// ---- refresh, exchange, revert ------------------------------------------------------------------
+
+/** What the Client API answers an enrollment with. */
+export interface EnrolledCertificate {
+  /** The client certificate and the signing CA: the chain a device presents. */
+  cert: string;
+}
+
+export interface EnrollmentsOptions {
+  resources: Resources;
+  tokens: EnrollmentTokens;
+  pki: Pick<Pki, 'signingCertPem' | 'signingKeyPem' | 'trustDomain' | 'trustBundlePem'>;
+  clock: Clock;
+}
+
+/** The enrollment operations of both APIs. */
+export class Enrollments {
+  private issuer: Promise<Issuer> | undefined;
+
+  constructor(private readonly opts: EnrollmentsOptions) {}
+
+  /** A new token and JWT for an enrollment, outstanding or expired, lasting until `expiresAt`; the old token is dead. */
+  async refresh(id: string, expiresAt: string, actor?: Actor): Promise<void> {
+    await this.opts.resources.write(async (ctx) => {
+      const e = await ctx.resources.get('enrollments').repo.get(ctx.tx, id);
+      if (!e) throw notFound('enrollment', id);
+      await assertMayManage(ctx, e.identityId);
+      const until = Date.parse(expiresAt);
+      if (!(until > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', expiresAt);
+      const renewed = { ...e, expiresAt: iso(until) };
+      const ctrls = await controllerUrls(ctx.tx, this.opts.tokens.issuer);
+      const values = { ...this.opts.tokens.issue(renewed, ctx.now, ctrls), expiresAt: renewed.expiresAt, updatedAt: ctx.now };
+      await ctx.update('enrollments', id, values, e.identityId);
+    }, actor);
+  }
+
+  /**
+   * The enrollment of a token, when it is outstanding: INVALID_ENROLLMENT_TOKEN for a token of no
+   * enrollment (never issued, used, refreshed or deleted) or of another method, ENROLLMENT_EXPIRED
+   * after its expiresAt.
+   */
+  async outstanding(token: string, method: Enrollment['method'], ex: Executor = this.opts.resources.store.db): Promise<Enrollment> {
+    const repo = this.opts.resources.get('enrollments').repo;
+    const row = await ex.selectFrom('enrollments').selectAll().where('token_hash', '=', hashToken(token)).executeTakeFirst();
+    const e = row ? repo.fromRow(row) : undefined;
+    if (!e || e.method !== method) throw new ApiError('INVALID_ENROLLMENT_TOKEN', `no outstanding ${method} enrollment has this token`);
+    if (Date.parse(e.expiresAt) <= this.opts.clock()) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
+    return e;
+  }
+
+  /** The method of a token's enrollment; INVALID_ENROLLMENT_TOKEN for a token of none. */
+  async methodOf(token: string): Promise<Enrollment['method']> {
+    const row = await this.opts.resources.store.db
+      .selectFrom('enrollments')
+      .select('method')
+      .where('token_hash', '=', hashToken(token))
+      .executeTakeFirst();
+    if (!row) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'no outstanding enrollment has this token');
+    return row.method as Enrollment['method'];
+  }
+
+  /** The public keys that verify enrollment JWTs. */
+  jwks(): { keys: JWK[] } {
+    return this.opts.tokens.jwks();
+  }
+
+  /**
+   * ott: a client certificate for the public key of `csrPem`, signed by the signing CA, and the
+   * identity's cert authenticator for it; the enrollment is gone.
+   */
+  async enrollOtt(token: string, csrPem: string | undefined): Promise<EnrolledCertificate> {
+    const e = await this.outstanding(token, 'ott');
+    if (csrPem === undefined || csrPem.trim() === '') throw new ApiError('MISSING_OR_INVALID_CSR', 'a PEM certificate signing request is required');
+    let csr;
+    try {
+      csr = await checkCsrPem(csrPem);
+    } catch (err) {
+      if (!(err instanceof CsrProblem)) throw err;
+      throw new ApiError(err.unreadable ? 'MISSING_OR_INVALID_CSR' : 'COULD_NOT_PROCESS_CSR', err.message);
+    }
+    const { pki } = this.opts;
+    const issued = await createClientCertificate(csr.publicKey, pki.trustDomain, e.identityId, await this.signingIssuer(), new Date(this.opts.clock()));
+    await this.opts.resources.write(async (ctx) => {
+      await consume(ctx, e);
+      await ctx.resources
+        .get('authenticators')
+        .createIn(ctx, { method: 'cert', identityId: e.identityId, certPem: issued.certPem }, { isIssuedByNetwork: true });
+    });
+    return { cert: issued.certPem + pki.signingCertPem };
+  }
+
+  /** updb: the identity's password authenticator with the enrollment's username; the enrollment is gone. */
+  async enrollUpdb(token: string, password: string): Promise<{ username: string }> {
+    const e = await this.outstanding(token, 'updb');
+    const username = e.username!;
+    await this.opts.resources.write(async (ctx) => {
+      await consume(ctx, e);
+      // The identity's auth policy holds the password to its rules (domain/authenticators.ts).
+      await ctx.resources.get('authenticators').createIn(ctx, { method: 'updb', identityId: e.identityId, username, password });
+    });
+    return { username };
+  }
+
+  /**
+   * An authenticator reverted to an enrollment: the authenticator is deleted (its identity can no
+   * longer log in with it) and an enrollment made in its place — updb for a password, ott for a
+   * certificate — replacing an outstanding one of that method. Answers the enrollment's id.
+   */
+  async revertAuthenticator(authenticatorId: string, expiresAt: string, actor?: Actor): Promise<string> {
+    return this.opts.resources.write(async (ctx) => {
+      const authenticators = ctx.resources.get('authenticators');
+      const a = await authenticators.repo.get(ctx.tx, authenticatorId);
+      if (!a) throw notFound('authenticator', authenticatorId);
+      await assertMayManage(ctx, a.identityId);
+      await authenticators.deleteIn(ctx, a.id);
+      const method = a.method === 'updb' ? 'updb' : 'ott';
+      const enrollments = ctx.resources.get('enrollments');
+      const replaced = await ctx.tx
+        .selectFrom('enrollments')
+        .select('id')
+        .where('identity_id', '=', a.identityId)
+        .where('method', '=', method)
+        .executeTakeFirst();
+      if (replaced) await enrollments.deleteIn(ctx, String(replaced.id));
+      const body = { method, identityId: a.identityId, expiresAt, ...(method === 'updb' ? { username: a.username } : {}) };
+      return (await enrollments.createIn(ctx, body)).id;
+    }, actor);
+  }
+
+  /** The network JWTs a client bootstraps its trust in the controller with. */
+  async networkJwts(): Promise<{ name: string; token: string }[]> {
+    const ctrls = await controllerUrls(this.opts.resources.store.db, this.opts.tokens.issuer);
+    return [{ name: NETWORK_JWT_NAME, token: this.opts.tokens.networkToken(ctrls) }];
+  }
+
+  /**
+   * Proof that this network holds the private key of `keyId` (one of the enrollment JWKS): the
+   * signature of the caller's nonce, and the CAs it should trust.
+   */
+  async challenge(keyId: string, nonce: string): Promise<{ algorithm: string; caPool: string; kid: string; signature: string }> {
+    const key = this.opts.tokens.keys.get(keyId);
+    if (!key) throw fieldError('keyId', 'is not a key of the enrollment JWKS', keyId);
+    const data = Buffer.from(nonce, 'utf8');
+    const signature = sign('sha256', data, key.alg === 'ES256' ? { key: key.privateKey, dsaEncoding: 'ieee-p1363' } : key.privateKey);
+    return { algorithm: key.alg, caPool: this.opts.pki.trustBundlePem, kid: key.kid, signature: signature.toString('base64url') };
+  }
+
+  private signingIssuer(): Promise<Issuer> {
+    this.issuer ??= importSigningKey(this.opts.pki.signingKeyPem).then((key) => ({ cert: new X509Certificate(this.opts.pki.signingCertPem), key }));
+    return this.issuer;
+  }
+}
+
+/**
+ * Deletes the enrollment of a token inside the write that uses it: by id and token digest, so a
+ * token refreshed, deleted or used meanwhile (by an exchange at the same time) is refused; and
+ * again only while it has not expired.
+ */
+async function consume(ctx: WriteContext, e: Enrollment): Promise<void> {
+  if (Date.parse(e.expiresAt) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
+  const result = await ctx.tx.deleteFrom('enrollments').where('id', '=', e.id).where('token_hash', '=', e.tokenHash).executeTakeFirst();
+  if (Number(result.numDeletedRows) !== 1) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'the token has already been used');
+  ctx.changed({ collection: 'enrollments', kind: 'delete', id: e.id, ownerId: e.identityId });
+}

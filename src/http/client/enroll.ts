@@ -1,0 +1,138 @@
+// The Client API's enrollment operations (no credential: the one-time token is the credential):
+// a certificate for a CSR (ott), a first password (updb), the generic /enroll that takes either by
+// the token's method and a raw PEM CSR too, the keys that verify enrollment JWTs and the challenge
+// proving the network holds them. Answers carrying a certificate or a username are not cached.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Core } from '../../app/core.js';
+import { fieldError } from '../../errors.js';
+import { MAX_CSR_PEM } from '../../pki/index.js';
+import { PUBLIC } from '../auth-requirements.js';
+import { envelope } from '../envelope.js';
+import { networkJwtRoutes } from '../enrollment-routes.js';
+import { dataEnvelopeSchema } from '../resource-routes.js';
+
+const PEM_TYPES = ['application/x-pem-file', 'text/plain'];
+const Token = Type.String({ minLength: 1, maxLength: 256, description: 'the one-time token (the jti of the enrollment JWT)' });
+const Csr = Type.String({ maxLength: MAX_CSR_PEM, description: 'PEM certificate signing request' });
+const Password = Type.String({ minLength: 1, maxLength: 100 });
+
+const CertsSchema = dataEnvelopeSchema(
+  Type.Object({ cert: Type.String({ description: 'the client certificate and the CA that signed it, PEM' }) }, { title: 'enrollmentCerts' }),
+  'enrollmentCertsEnvelope',
+);
+const UpdbSchema = dataEnvelopeSchema(Type.Object({ username: Type.String() }, { title: 'enrollmentUpdb' }), 'enrollmentUpdbEnvelope');
+const JwksSchema = Type.Object(
+  { keys: Type.Array(Type.Object({}, { additionalProperties: true, title: 'jwk' })) },
+  { title: 'jwks', additionalProperties: false },
+);
+
+function noStore(reply: FastifyReply): void {
+  void reply.header('cache-control', 'no-store');
+}
+
+export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
+  networkJwtRoutes(app, core);
+
+  app.post('/enroll/ott', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'enrollOtt',
+      tags: ['enroll'],
+      body: Type.Object({ token: Token, clientCsr: Type.Optional(Csr) }, { title: 'ottEnrollmentRequest' }),
+      response: { 200: CertsSchema },
+    },
+    handler: async (request, reply) => {
+      const { token, clientCsr } = request.body as { token: string; clientCsr?: string };
+      const answer = await core.enrollments.enrollOtt(token, clientCsr);
+      noStore(reply);
+      return envelope(answer);
+    },
+  });
+
+  app.post('/enroll/updb', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'enrollUpdb',
+      tags: ['enroll'],
+      querystring: Type.Object({ token: Token }, { additionalProperties: true }),
+      body: Type.Object({ password: Password, username: Type.Optional(Type.String({ maxLength: 100 })) }, { title: 'updbCredentials' }),
+      response: { 200: UpdbSchema },
+    },
+    handler: async (request, reply) => {
+      const { token } = request.query as { token: string };
+      const answer = await core.enrollments.enrollUpdb(token, (request.body as { password: string }).password);
+      noStore(reply);
+      return envelope(answer);
+    },
+  });
+
+  // The generic enrollment: the token's own enrollment says what it is exchanged for. A body of
+  // type text/plain or application/x-pem-file is the CSR itself.
+  app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-pem-file', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    scope.post('/enroll', {
+      config: { auth: PUBLIC },
+      schema: {
+        operationId: 'enroll',
+        tags: ['enroll'],
+        querystring: Type.Object(
+          { token: Token, method: Type.Optional(Type.Union([Type.Literal('ott'), Type.Literal('updb')], { description: 'the enrollment method, when given: ott or updb' })) },
+          { additionalProperties: true },
+        ),
+        body: Type.Union([
+          Type.Object({ clientCsr: Type.Optional(Csr), password: Type.Optional(Password) }, { title: 'genericEnroll' }),
+          Type.String({ maxLength: MAX_CSR_PEM }),
+        ]),
+        response: { 200: Type.Union([CertsSchema, UpdbSchema]) },
+      },
+      handler: async (request, reply) => {
+        const { token, method } = request.query as { token: string; method?: 'ott' | 'updb' };
+        const body = request.body as string | { clientCsr?: string; password?: string } | undefined;
+        const pem = PEM_TYPES.includes(String(request.headers['content-type']).split(';')[0]!.trim().toLowerCase());
+        const json = typeof body === 'object' && body !== null ? body : {};
+        const kind = method ?? (await core.enrollments.methodOf(token));
+        let answer;
+        if (kind === 'updb') {
+          if (pem || typeof json.password !== 'string') throw fieldError('password', 'is required for updb enrollment');
+          answer = await core.enrollments.enrollUpdb(token, json.password);
+        } else {
+          answer = await core.enrollments.enrollOtt(token, pem && typeof body === 'string' ? body : json.clientCsr);
+        }
+        noStore(reply);
+        return envelope(answer);
+      },
+    });
+  });
+
+  app.get('/enroll/jwks', {
+    config: { auth: PUBLIC },
+    schema: { operationId: 'getEnrollmentJwks', tags: ['enroll'], response: { 200: JwksSchema } },
+    handler: async () => core.enrollments.jwks(),
+  });
+
+  app.post('/enroll/challenge', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'enrollmentChallenge',
+      tags: ['enroll'],
+      body: Type.Object(
+        {
+          keyId: Type.String({ minLength: 1, maxLength: 256 }),
+          nonce: Type.String({ format: 'uuid', maxLength: 36, description: 'a UUID the caller chose' }),
+        },
+        { title: 'nonceChallenge' },
+      ),
+      response: {
+        200: Type.Object(
+          { algorithm: Type.String(), caPool: Type.String(), kid: Type.String(), signature: Type.String({ description: 'base64url signature of the nonce' }) },
+          { title: 'nonceSignature' },
+        ),
+      },
+    },
+    handler: async (request) => {
+      const { keyId, nonce } = request.body as { keyId: string; nonce: string };
+      return core.enrollments.challenge(keyId, nonce);
+    },
+  });
+}
