@@ -54,9 +54,12 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { verify } from '@node-rs/argon2';
+import { X509Certificate } from 'node:crypto';
 import { hashPassword } from '../src/auth/passwords.js';
+import { checkCsrPem } from '../src/pki/csr.js';
+import { createClientCertificate, importSigningKey } from '../src/pki/issue.js';
 import { copyScaleStore, ensureScaleStore, SCALE_DIR, type ScaleInfo } from './scale-store.js';
-import { baseline, scaleScenarios, scenarios, type BenchContext, type Response, type Scenario } from './scenarios.js';
+import { baseline, benchCsr, scaleScenarios, scenarios, type BenchContext, type Response, type Scenario } from './scenarios.js';
 
 const SERVER_SCRIPT = fileURLToPath(new URL('./server.js', import.meta.url));
 const PEER_SCRIPT = fileURLToPath(new URL('./peer-server.js', import.meta.url));
@@ -172,6 +175,7 @@ function verifiedRequest(base: URL, ca: string[]): BenchContext['request'] {
           path,
           headers: options.headers,
           ca,
+          ...(options.tls ? { cert: options.tls.cert, key: options.tls.key } : {}),
           rejectUnauthorized: true,
           agent: false,
           timeout: 10_000,
@@ -234,6 +238,7 @@ async function drive(url: string, scenario: Scenario, seconds: number, connectio
           ],
         }
       : {}),
+    ...(scenario.tls ? { tlsOptions: { cert: scenario.tls.cert, key: scenario.tls.key } } : {}),
     connections,
     pipelining: PIPELINING,
     duration: seconds,
@@ -285,6 +290,30 @@ async function afterChanges(ctx: BenchContext, scenario: Scenario, seconds: numb
 async function argon2Rate(seconds: number, concurrency: number): Promise<Segment> {
   const password = randomBytes(18).toString('base64url');
   const hashed = await hashPassword(password);
+  return inProcessRate(seconds, concurrency, async () => {
+    if (!(await verify(hashed, password))) throw new Error('argon2 verify failed');
+  });
+}
+
+/**
+ * The raw rate of signing a client certificate from a CSR, as enrollment does (the CSR read and
+ * checked, the certificate made and signed), with the controller's own signing CA read from its data
+ * directory, in this process.
+ */
+async function csrSigningRate(dataDir: string, seconds: number, concurrency: number): Promise<Segment> {
+  const issuer = {
+    cert: new X509Certificate(readFileSync(join(dataDir, 'pki', 'signing-ca.cert.pem'))),
+    key: await importSigningKey(readFileSync(join(dataDir, 'pki', 'signing-ca.key.pem'), 'utf8')),
+  };
+  const csr = await benchCsr();
+  return inProcessRate(seconds, concurrency, async () => {
+    const checked = await checkCsrPem(csr);
+    await createClientCertificate(checked.publicKey, 'bench', randomBytes(8).toString('hex'), issuer, new Date());
+  });
+}
+
+/** `concurrency` loops of `op` for `seconds`: its rate and latencies. */
+async function inProcessRate(seconds: number, concurrency: number, op: () => Promise<void>): Promise<Segment> {
   const end = performance.now() + seconds * 1000;
   const started = performance.now();
   const latencies: number[] = [];
@@ -293,7 +322,7 @@ async function argon2Rate(seconds: number, concurrency: number): Promise<Segment
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
         const t = performance.now();
-        if (!(await verify(hashed, password))) throw new Error('argon2 verify failed');
+        await op();
         latencies.push(performance.now() - t);
         done++;
       }
@@ -408,14 +437,21 @@ function measureTable(measures: Measure[]): string {
 // ---------------------------------------------------------------------------------------------------
 // a section: endpoints of one controller, measured against its baseline route
 
+/** A rate measured in this process, the baseline of the scenarios that name its kind. */
+interface InProcessBaseline {
+  kind: 'argon2' | 'csr-sign';
+  name: string;
+  rate(seconds: number, concurrency: number): Promise<Segment>;
+}
+
 interface Section {
   ctx: BenchContext;
   /** The baseline first. */
   endpoints: Scenario[];
   duration: number;
   connections: number;
-  /** Measure the raw Argon2id verify rate too (scenarios with `baseline: 'argon2'`). */
-  argon2: boolean;
+  /** In-process rates measured beside the endpoints, for the scenarios whose baseline they are. */
+  inProcess: InProcessBaseline[];
   /** Runs once every endpoint is warmed up, before the measured runs. */
   afterWarmup?: () => void;
 }
@@ -429,6 +465,7 @@ async function prepare(ctx: BenchContext, endpoints: Scenario[]): Promise<void> 
     const body = s.dynamic ? s.dynamic.body() : s.body;
     const requestOf = s.server === 'peer' ? ctx.peer.request : ctx.request;
     const res = await requestOf(s.method, firstPath(s), {
+      ...(s.tls ? { tls: s.tls } : {}),
       ...(headers ? { headers } : {}),
       ...(body !== undefined ? { body } : {}),
     });
@@ -455,11 +492,13 @@ async function measureSection(section: Section): Promise<EndpointResult[]> {
   const warmups = new Map<Scenario, Segment>();
   for (const s of endpoints) warmups.set(s, await run(s, WARMUP_SECONDS, false));
 
-  const argon2: Scenario = { name: 'argon2id verify', method: 'POST', path: '(in process, no HTTP)', target: 1 };
-  const measure = (s: Scenario, seconds: number, record: boolean) =>
-    s === argon2 ? argon2Rate(seconds, connections) : run(s, seconds, record);
-  const measured = section.argon2 ? [...endpoints, argon2] : endpoints;
-  if (section.argon2) warmups.set(argon2, await argon2Rate(1, connections));
+  const inProcess = new Map(section.inProcess.map((b) => [{ name: b.name, method: 'POST', path: '(in process, no HTTP)', target: 1 } as Scenario, b]));
+  const measure = (s: Scenario, seconds: number, record: boolean) => {
+    const own = inProcess.get(s);
+    return own ? own.rate(seconds, connections) : run(s, seconds, record);
+  };
+  const measured = [...endpoints, ...inProcess.keys()];
+  for (const [s, b] of inProcess) warmups.set(s, await b.rate(1, connections));
   section.afterWarmup?.();
 
   const segments = new Map<Scenario, Segment[]>(measured.map((s) => [s, []]));
@@ -468,16 +507,17 @@ async function measureSection(section: Section): Promise<EndpointResult[]> {
   }
 
   const peerScenario = measured.find((s) => s.isPeer);
-  const bases = new Map<Scenario, Summary>(
-    [baseline, argon2, ...(peerScenario ? [peerScenario] : [])]
-      .filter((b) => segments.has(b))
-      .map((b) => [b, summarise(b, segments.get(b)!, warmups.get(b)!)]),
-  );
-  const baseOf = (s: Scenario): Scenario => (s.baseline === 'argon2' ? argon2 : s.baseline === 'peer' && peerScenario ? peerScenario : baseline);
+  const bases = new Map<Scenario, Summary>(measured.map((b) => [b, summarise(b, segments.get(b)!, warmups.get(b)!)]));
+  const baseOf = (s: Scenario): Scenario => {
+    if (s.baseline === 'peer' && peerScenario) return peerScenario;
+    if (s.baseline === 'argon2' || s.baseline === 'csr-sign') return [...inProcess].find(([, b]) => b.kind === s.baseline)![0];
+    if (s.versus !== undefined) return measured.find((m) => m.name === s.versus) ?? baseline;
+    return baseline;
+  };
   return measured.map((s): EndpointResult => {
     const r = summarise(s, segments.get(s)!, warmups.get(s)!);
     const none = { target: null, p99TargetMs: null, pass: null };
-    if (s === baseline || s === argon2) return { ...r, ratio: 1, against: '-', ...none };
+    if (s === baseline || inProcess.has(s)) return { ...r, ratio: 1, against: '-', ...none };
     const base = baseOf(s);
     // Under another load than the baseline's, a ratio to it means nothing.
     const own = s.connections !== undefined && s.connections !== connections;
@@ -545,7 +585,12 @@ async function mainSection(s: Settings, running: Running): Promise<EndpointResul
       endpoints,
       duration: s.duration,
       connections: s.connections,
-      argon2: chosen.some((x) => x.baseline === 'argon2'),
+      inProcess: [
+        ...(chosen.some((x) => x.baseline === 'argon2') ? [{ kind: 'argon2', name: 'argon2id verify', rate: argon2Rate } as const] : []),
+        ...(chosen.some((x) => x.baseline === 'csr-sign')
+          ? [{ kind: 'csr-sign', name: 'CSR signing', rate: (sec: number, conc: number) => csrSigningRate(dataDir, sec, conc) } as const]
+          : []),
+      ],
     });
     process.stdout.write(`\n${table(results)}\n\n`);
     return results;
@@ -690,7 +735,7 @@ async function scaleSection(s: Settings, running: Running): Promise<ScaleResults
       endpoints,
       duration: s.duration,
       connections: s.connections,
-      argon2: false,
+      inProcess: [],
       afterWarmup: () => {
         rssAfterWarmup = procMemory(pid, 'VmRSS');
       },

@@ -3,6 +3,9 @@
 // scenario; a `setup` runs once before the warm-up and may log in and set headers on the scenario.
 // A scenario whose request changes with every answer (a refresh token chain) sets `dynamic`.
 import { createHash, randomBytes } from 'node:crypto';
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { webcrypto } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import type { ScaleInfo } from './scale-store.js';
 
@@ -17,8 +20,8 @@ export interface BenchContext {
   url: string;
   /** The default admin's credentials (the controller is started with them). */
   admin: { username: string; password: string };
-  /** One request over TLS verified against the controller's CAs. */
-  request(method: string, path: string, options?: { headers?: Record<string, string>; body?: string }): Promise<Response>;
+  /** One request over TLS verified against the controller's CAs (presenting a client certificate when given one). */
+  request(method: string, path: string, options?: { headers?: Record<string, string>; body?: string; tls?: ClientTls }): Promise<Response>;
   /** The peer provider (oidc-provider) the refresh grant is compared with, on the same machine. */
   peer: { url: string; request: BenchContext['request'] };
   /** In the scale section only: what the scale store holds (bench/scale-store.ts); `admin` is its admin. */
@@ -37,8 +40,16 @@ export interface DynamicRequests {
   answered(status: number, body: string): void;
 }
 
+/** A client certificate and its key (PEM), presented in the TLS handshake. */
+export interface ClientTls {
+  cert: string;
+  key: string;
+}
+
 export interface Scenario {
   name: string;
+  /** The client certificate the scenario's connections present. */
+  tls?: ClientTls;
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
@@ -57,7 +68,9 @@ export interface Scenario {
    * measured in the same run (for password logins, where the hash should be the whole cost), or the
    * peer scenario (the same operation on another implementation, measured in the same run).
    */
-  baseline?: 'route' | 'argon2' | 'peer';
+  baseline?: 'route' | 'argon2' | 'csr-sign' | 'peer';
+  /** Instead of a baseline: the name of another scenario of the run, whose rate the ratio is taken to. */
+  versus?: string;
   /** Which server answers: the controller (default) or the peer provider. */
   server?: 'controller' | 'peer';
   /** The peer measurement `baseline: 'peer'` scenarios are compared with (one per run). */
@@ -143,6 +156,66 @@ function refreshChains(mint: (ctx: BenchContext, n: number) => Promise<string[]>
       if (next) pool.push(next);
     },
   };
+}
+
+// ---- enrollment and certificates ----------------------------------------------------------------
+
+const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+
+/** A new key and a CSR of it (PEM), as a device makes them. */
+export async function benchCsr(): Promise<string> {
+  return (await benchKeyAndCsr()).csr;
+}
+
+async function benchKeyAndCsr(): Promise<{ csr: string; key: string }> {
+  const keys = (await webcrypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: 'CN=bench-device', keys, signingAlgorithm: P256 }, webcrypto);
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)).toString('base64');
+  return { csr: csr.toString('pem'), key: `-----BEGIN PRIVATE KEY-----\n${pkcs8.match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n` };
+}
+
+/** An identity made with an outstanding ott enrollment; answers its one-time token. */
+async function ottToken(ctx: BenchContext, admin: Record<string, string>): Promise<string> {
+  const name = `bench-device-${randomBytes(6).toString('hex')}`;
+  const created = await ctx.request('POST', '/edge/management/v1/identities', {
+    headers: admin,
+    body: JSON.stringify({ name, type: 'Device', isAdmin: false, enrollment: { ott: true } }),
+  });
+  if (created.status !== 201) throw new Error(`creating ${name} failed: ${created.status} ${created.body}`);
+  const id = (JSON.parse(created.body) as { data: { id: string } }).data.id;
+  const read = await ctx.request('GET', `/edge/management/v1/identities/${id}`, { headers: admin });
+  const token = (JSON.parse(read.body) as { data: { enrollment: { ott?: { token: string } } } }).data.enrollment.ott?.token;
+  if (!token) throw new Error(`${name} has no ott enrollment: ${read.body}`);
+  return token;
+}
+
+/** Tokens kept ready before each run of the enrollment scenario. */
+const OTT_TOKENS_READY = 6_000;
+
+/** One-time enrollments, each spent by one request with the same CSR (its signing is the cost). */
+function ottEnrollments(): DynamicRequests {
+  const ready: string[] = [];
+  let csr = '';
+  return {
+    async prepare(ctx) {
+      if (csr === '') csr = await benchCsr();
+      if (ready.length >= OTT_TOKENS_READY) return;
+      const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+      while (ready.length < OTT_TOKENS_READY) ready.push(...(await Promise.all(Array.from({ length: 16 }, () => ottToken(ctx, admin)))));
+    },
+    body: () => JSON.stringify({ token: ready.pop() ?? 'no-token-left', clientCsr: csr }),
+    answered() {},
+  };
+}
+
+/** An identity enrolled by ott with a key of ours: its certificate and key, to log in with. */
+async function enrolledDevice(ctx: BenchContext): Promise<{ cert: string; key: string }> {
+  const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+  const token = await ottToken(ctx, admin);
+  const { csr, key } = await benchKeyAndCsr();
+  const res = await ctx.request('POST', '/edge/client/v1/enroll/ott', { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, clientCsr: csr }) });
+  if (res.status !== 200) throw new Error(`enrolling a device failed: ${res.status} ${res.body}`);
+  return { cert: (JSON.parse(res.body) as { data: { cert: string } }).data.cert, key };
 }
 
 // ---- MFA ---------------------------------------------------------------------------------------
@@ -248,6 +321,27 @@ export const scenarios: Scenario[] = [
     server: 'peer',
     isPeer: true,
     dynamic: refreshChains(mintPeer),
+  },
+  {
+    // A device's enrollment: a CSR signed per request; beside signing alone in this process.
+    name: 'enroll ott',
+    method: 'POST',
+    path: '/edge/client/v1/enroll/ott',
+    headers: { 'content-type': 'application/json' },
+    target: 0.7,
+    baseline: 'csr-sign',
+    dynamic: ottEnrollments(),
+  },
+  {
+    // A certificate login: no password hash on this path, so many times the password login's rate.
+    name: 'authenticate cert',
+    method: 'POST',
+    path: '/edge/client/v1/authenticate?method=cert',
+    target: 5,
+    versus: 'authenticate',
+    async setup(ctx, scenario) {
+      scenario.tls = await enrolledDevice(ctx);
+    },
   },
   {
     // The second factor of a login: the answer must cost no more than a session read.
