@@ -161,7 +161,8 @@ describe('POST /enroll (generic)', () => {
     const ott = await enrolling('generic-ott-wrong-method');
     expectError(await call(t, 'POST', `${CLIENT}/enroll?method=updb&token=${ott.token}`, { body: { password: 'generic-password-1' } }), 400, 'INVALID_ENROLLMENT_TOKEN');
     expectError(await call(t, 'POST', `${CLIENT}/enroll?token=no-such-token`, { body: { clientCsr: await csrPem() } }), 400, 'INVALID_ENROLLMENT_TOKEN');
-    expectError(await call(t, 'POST', `${CLIENT}/enroll?method=erott&token=${ott.token}`, { body: {} }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await call(t, 'POST', `${CLIENT}/enroll?method=erott&token=${ott.token}`, { body: {} }), 400, 'INVALID_ENROLLMENT_TOKEN');
+    expectError(await call(t, 'POST', `${CLIENT}/enroll?method=no-such-method&token=${ott.token}`, { body: {} }), 400, 'COULD_NOT_VALIDATE');
     expectError(await call(t, 'POST', `${CLIENT}/enroll`, { body: {} }), 400, 'COULD_NOT_VALIDATE');
   });
 });

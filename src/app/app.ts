@@ -27,6 +27,7 @@ import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
 import { Enrollments, EnrollmentTokens } from '../domain/enrollments.js';
+import { RouterEnrollments } from '../domain/router-enrollment.js';
 import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
@@ -148,6 +149,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       address: clientApiAddress(config),
       clock,
       identityDuration: config.edge.enrollment.edgeIdentity.duration,
+      routerDuration: config.edge.enrollment.edgeRouter.duration,
     });
     registerResources(resources, {
       enrollmentTokens,
@@ -195,6 +197,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       secrets,
       enrollments: new Enrollments({ resources, tokens: enrollmentTokens, pki, clock }),
+      routerEnrollments: new RouterEnrollments({ resources, tokens: enrollmentTokens, pki, trust: certificateTrust, clock }),
       revocations,
       oidc,
       oidcSettings,

@@ -22,6 +22,7 @@ import type { ClientReadModel } from '../domain/client/read-model.js';
 import type { AnswerCache } from '../http/client/answer-cache.js';
 import type { SecretBox } from '../auth/secret-box.js';
 import type { Enrollments } from '../domain/enrollments.js';
+import type { RouterEnrollments } from '../domain/router-enrollment.js';
 
 export interface Core {
   readonly config: Config;
@@ -49,6 +50,8 @@ export interface Core {
   readonly secrets: SecretBox;
   /** Identity enrollments: refresh, exchange for an authenticator, revert, network JWTs. */
   readonly enrollments: Enrollments;
+  /** Edge router enrollment: the erott exchange, certificate extension, re-enrollment. */
+  readonly routerEnrollments: RouterEnrollments;
   /** Revoked tokens, API sessions and identities, in memory. */
   readonly revocations: Revocations;
   /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */

@@ -29,7 +29,7 @@ export interface ResourceDeps {
   configValidators: ConfigValidators;
   /** What service answers carry for their caller (the Client API's read model, built after the resources). */
   serviceFieldsForCaller: ServiceFieldsForCaller;
-  /** Tokens and JWTs of enrollments. */
+  /** Tokens and JWTs of enrollments, of identities and of edge routers. */
   enrollmentTokens: EnrollmentTokens;
 }
 
@@ -48,7 +48,7 @@ function domainBehaviours(resources: Resources, deps: ResourceDeps): BehaviourOf
     'config-types': configTypeBehaviour(),
     configs: configBehaviour(deps.configValidators),
     services: serviceBehaviour(deps.serviceFieldsForCaller),
-    'edge-routers': edgeRouterBehaviour(deps.links),
+    'edge-routers': edgeRouterBehaviour(deps.links, deps.enrollmentTokens),
     routers: routerBehaviour(),
     'transit-routers': routerBehaviour(),
     terminators: terminatorBehaviour(),

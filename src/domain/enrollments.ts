@@ -54,6 +54,8 @@ export interface EnrollmentTokenOptions {
   clock: Clock;
   /** How long an enrollment made with an identity lasts (edge.enrollment.edgeIdentity.duration). */
   identityDuration: number;
+  /** How long an edge router's enrollment lasts (edge.enrollment.edgeRouter.duration). */
+  routerDuration: number;
 }
 
 /** A new one-time token, as the store keeps it. */
@@ -77,6 +79,10 @@ export class EnrollmentTokens {
     return this.opts.identityDuration;
   }
 
+  get routerDuration(): number {
+    return this.opts.routerDuration;
+  }
+
   get keys(): SigningKeys {
     return this.opts.keys();
   }
@@ -87,17 +93,30 @@ export class EnrollmentTokens {
    * JWT sealed to this enrollment.
    */
   issue(e: Pick<Enrollment, 'id' | 'identityId' | 'method' | 'expiresAt'>, now: string, ctrls: string[]): IssuedToken {
+    return this.issueSealed({ sub: e.identityId, em: e.method, expiresAt: e.expiresAt }, sealContext(e.id), now, ctrls);
+  }
+
+  /**
+   * A new token of method `em` for `sub` and its JWT, the JWT sealed to `context` (which names the
+   * record keeping it, so a sealed JWT moved to another record does not open).
+   */
+  issueSealed(of: { sub: string; em: string; expiresAt: string }, context: string, now: string, ctrls: string[]): IssuedToken {
     const token = randomUUID();
     const claims: EnrollmentClaims = {
       iss: this.issuer,
-      sub: e.identityId,
+      sub: of.sub,
       jti: token,
       iat: Math.floor(Date.parse(now) / 1000),
-      exp: Math.floor(Date.parse(e.expiresAt) / 1000),
-      em: e.method,
+      exp: Math.floor(Date.parse(of.expiresAt) / 1000),
+      em: of.em,
       ctrls,
     };
-    return { tokenHash: hashToken(token), sealedJwt: this.opts.box.seal(this.sign(claims), sealContext(e.id)), issuedAt: now };
+    return { tokenHash: hashToken(token), sealedJwt: this.opts.box.seal(this.sign(claims), context), issuedAt: now };
+  }
+
+  /** A JWT sealed by issueSealed under `context`. */
+  openSealed(sealedJwt: string, context: string): string {
+    return this.opts.box.open(sealedJwt, context);
   }
 
   /** The JWT of an enrollment, unsealed; it carries the token as `jti`. */
@@ -107,10 +126,7 @@ export class EnrollmentTokens {
 
   /** The one-time token of an enrollment: the `jti` of its JWT. */
   tokenOf(e: Pick<Enrollment, 'id' | 'sealedJwt'>): string {
-    const payload = this.jwtOf(e).split('.')[1] ?? '';
-    const { jti } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { jti?: unknown };
-    if (typeof jti !== 'string') throw new Error(`enrollment ${e.id}: its JWT carries no token`);
-    return jti;
+    return tokenInJwt(this.jwtOf(e), `enrollment ${e.id}`);
   }
 
   /**
@@ -140,6 +156,14 @@ export class EnrollmentTokens {
 
 function sealContext(id: string): string {
   return `enrollment:${id}`;
+}
+
+/** The one-time token an enrollment JWT carries as `jti`; `of` names its record in an error. */
+export function tokenInJwt(jwt: string, of: string): string {
+  const payload = jwt.split('.')[1] ?? '';
+  const { jti } = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { jti?: unknown };
+  if (typeof jti !== 'string') throw new Error(`${of}: its JWT carries no token`);
+  return jti;
 }
 
 /** The Client API addresses of every controller of the network: the `ctrls` of enrollment JWTs, as of their issue. */

@@ -1,7 +1,7 @@
 // Edge routers, routers and terminators beyond CRUD: router names unique across every router, edge
-// routers read and deleted (not changed) as routers, router configs, the system identity and system
-// edge router policy of a tunneler-enabled edge router, terminators bound to an existing router, and
-// terminator secrets kept only as a hash.
+// routers read and deleted (not changed) as routers, an edge router created with its enrollment,
+// router configs, the system identity and system edge router policy of a tunneler-enabled edge
+// router, terminators bound to an existing router, and terminator secrets kept only as a hash.
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
@@ -15,17 +15,21 @@ import type { terminators } from '../resources/services.js';
 import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
+import type { EnrollmentTokens } from './enrollments.js';
+import { newRouterEnrollment, routerEnrollmentReadFields } from './router-enrollment.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
 export function systemPolicyName(routerId: string): string {
   return `edge-router-${routerId}-system`;
 }
 
-export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour<typeof edgeRouters> {
+/** `tokens` make the enrollment a new edge router is created with (domain/router-enrollment.ts). */
+export function edgeRouterBehaviour(links: PolicyLinks, tokens: EnrollmentTokens): ResourceBehaviour<typeof edgeRouters> {
   return {
     async validate(ctx, next, prev) {
       await assertRouterNameFree(ctx, next, prev);
       await checkRouterConfigs(ctx, next.configs, prev?.configs);
+      if (!prev) Object.assign(next, await newRouterEnrollment(ctx, tokens, next.id));
     },
     async afterWrite(ctx, next, prev) {
       if (next.isTunnelerEnabled === true) await ensureTunneler(ctx, links, next);
@@ -35,6 +39,7 @@ export function edgeRouterBehaviour(links: PolicyLinks): ResourceBehaviour<typeo
       await removeTunneler(ctx, links, prev.id);
       await removeTerminatorsOf(ctx, prev.id);
     },
+    computed: [routerEnrollmentReadFields(tokens)],
   };
 }
 

@@ -14,7 +14,13 @@ const EC_CURVES = new Set(['prime256v1', 'secp384r1']);
 /** A CSR that may be signed: its self-signature checked, its key of an accepted kind. */
 export interface CheckedCsr {
   publicKey: x509.PublicKey;
+  /** The subject alternative names it asks for, as read; empty without any. */
+  altNames: readonly { type: string; value: string }[];
+  /** The DER value of its subject alternative name extension, to copy as it is; undefined without one. */
+  altNamesDer: ArrayBuffer | undefined;
 }
+
+const SUBJECT_ALT_NAME = '2.5.29.17';
 
 /** Why a CSR is refused, for the answer (never a stack or library text alone). */
 export class CsrProblem extends Error {
@@ -56,7 +62,19 @@ export async function checkCsrPem(pem: string): Promise<CheckedCsr> {
     verified = false;
   }
   if (!verified) throw new CsrProblem('the CSR is not signed by the key it holds', false);
-  return { publicKey: csr.publicKey };
+  return { publicKey: csr.publicKey, ...altNamesOf(csr) };
+}
+
+/** The subject alternative names a CSR asks for in its extension request. */
+function altNamesOf(csr: x509.Pkcs10CertificateRequest): Pick<CheckedCsr, 'altNames' | 'altNamesDer'> {
+  try {
+    const ext = csr.extensions.find((e) => e.type === SUBJECT_ALT_NAME);
+    if (!ext) return { altNames: [], altNamesDer: undefined };
+    const names = new x509.SubjectAlternativeNameExtension(ext.rawData).names.items.map((n) => ({ type: n.type, value: n.value }));
+    return { altNames: names, altNamesDer: ext.value };
+  } catch {
+    throw new CsrProblem('the extensions of the CSR cannot be read', false);
+  }
 }
 
 function checkKey(spki: ArrayBuffer): void {

@@ -41,6 +41,7 @@ export { issuedBy, signedBy, validAt, verifyChain, type TrustAnchor, type Verifi
 export { writeFileAtomic } from './files.js';
 export { importSigningKey, parseEcPrivateKey, randomSerialNumber } from './issue.js';
 export { createClientCertificate, identitySpiffeId, CLIENT_VALIDITY_YEARS, type Issuer } from './issue.js';
+export { createRouterClientCertificate, createRouterServerCertificate, routerSpiffeId } from './issue.js';
 export { checkCsrPem, CsrProblem, MAX_CSR_PEM, type CheckedCsr } from './csr.js';
 export { LOOPBACK_HOSTS, serverNames, type ServerNames } from './hosts.js';
 

@@ -210,6 +210,11 @@ export function identitySpiffeId(trustDomain: string, identityId: string): strin
   return `${trustDomainUri(trustDomain)}/identity/${encodeURIComponent(identityId)}`;
 }
 
+/** The SPIFFE id an edge router's client certificate carries. */
+export function routerSpiffeId(trustDomain: string, routerId: string): string {
+  return `${trustDomainUri(trustDomain)}/router/${encodeURIComponent(routerId)}`;
+}
+
 /**
  * A client certificate for an identity, for a public key the identity holds (from its CSR): not a CA,
  * for signatures and TLS client authentication only, naming the identity by its SPIFFE id, and
@@ -222,22 +227,83 @@ export async function createClientCertificate(
   issuer: Issuer,
   now: Date,
 ): Promise<{ cert: X509Certificate; certPem: string }> {
+  return signLeaf({
+    publicKey,
+    commonName: identityId,
+    usage: x509.ExtendedKeyUsage.clientAuth,
+    altNames: new x509.SubjectAlternativeNameExtension([{ type: 'url', value: identitySpiffeId(trustDomain, identityId) }]),
+    issuer,
+    now,
+  });
+}
+
+/** An edge router's client certificate: as an identity's, named by the router's SPIFFE id. */
+export async function createRouterClientCertificate(
+  publicKey: x509.PublicKey,
+  trustDomain: string,
+  routerId: string,
+  issuer: Issuer,
+  now: Date,
+): Promise<{ cert: X509Certificate; certPem: string }> {
+  return signLeaf({
+    publicKey,
+    commonName: routerId,
+    usage: x509.ExtendedKeyUsage.clientAuth,
+    altNames: new x509.SubjectAlternativeNameExtension([{ type: 'url', value: routerSpiffeId(trustDomain, routerId) }]),
+    issuer,
+    now,
+  });
+}
+
+/**
+ * An edge router's TLS server certificate: not a CA, for TLS server authentication only, covering
+ * the names its CSR asks for (`altNamesDer`, the DER value of the CSR's subject alternative name
+ * extension, copied as it is; the caller has judged the names).
+ */
+export async function createRouterServerCertificate(
+  publicKey: x509.PublicKey,
+  routerId: string,
+  altNamesDer: ArrayBuffer | undefined,
+  issuer: Issuer,
+  now: Date,
+): Promise<{ cert: X509Certificate; certPem: string }> {
+  return signLeaf({
+    publicKey,
+    commonName: routerId,
+    usage: x509.ExtendedKeyUsage.serverAuth,
+    altNames: altNamesDer === undefined ? undefined : new x509.Extension(SUBJECT_ALT_NAME_OID, false, altNamesDer),
+    issuer,
+    now,
+  });
+}
+
+const SUBJECT_ALT_NAME_OID = '2.5.29.17';
+
+/** A leaf certificate for a key someone else holds, signed by `issuer` and never outliving it. */
+async function signLeaf(o: {
+  publicKey: x509.PublicKey;
+  commonName: string;
+  usage: string;
+  altNames: x509.Extension | undefined;
+  issuer: Issuer;
+  now: Date;
+}): Promise<{ cert: X509Certificate; certPem: string }> {
   const cert = await x509.X509CertificateGenerator.create(
     {
       serialNumber: randomSerialNumber(),
-      subject: new x509.Name([{ '2.5.4.3': [identityId] }]),
-      issuer: subjectNameOf(issuer.cert),
-      ...validity(now, CLIENT_VALIDITY_YEARS, notAfterOf(issuer.cert)),
-      publicKey,
-      signingKey: issuer.key,
+      subject: new x509.Name([{ '2.5.4.3': [o.commonName] }]),
+      issuer: subjectNameOf(o.issuer.cert),
+      ...validity(o.now, CLIENT_VALIDITY_YEARS, notAfterOf(o.issuer.cert)),
+      publicKey: o.publicKey,
+      signingKey: o.issuer.key,
       signingAlgorithm: SIGNING_ALGORITHM,
       extensions: [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
-        await x509.SubjectKeyIdentifierExtension.create(publicKey, false, crypto),
-        new x509.AuthorityKeyIdentifierExtension(subjectKeyId(issuer.cert)),
-        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: identitySpiffeId(trustDomain, identityId) }]),
+        new x509.ExtendedKeyUsageExtension([o.usage]),
+        await x509.SubjectKeyIdentifierExtension.create(o.publicKey, false, crypto),
+        new x509.AuthorityKeyIdentifierExtension(subjectKeyId(o.issuer.cert)),
+        ...(o.altNames ? [o.altNames] : []),
       ],
     },
     crypto,

@@ -1,13 +1,16 @@
 // The Client API's enrollment operations (no credential: the one-time token is the credential):
-// a certificate for a CSR (ott), a first password (updb), the generic /enroll that takes either by
-// the token's method and a raw PEM CSR too, the keys that verify enrollment JWTs and the challenge
-// proving the network holds them. Answers carrying a certificate or a username are not cached.
+// a certificate for a CSR (ott), a first password (updb), an edge router's client and server
+// certificates (erott) and their extension (the router's current client certificate is the
+// credential), the generic /enroll that takes any of the token methods by the token's method and a
+// raw PEM CSR too, the keys that verify enrollment JWTs and the challenge proving the network holds
+// them. Answers carrying a certificate or a username are not cached.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { fieldError } from '../../errors.js';
 import { MAX_CSR_PEM } from '../../pki/index.js';
 import { PUBLIC } from '../auth-requirements.js';
+import { peerCertificates } from '../credentials.js';
 import { envelope } from '../envelope.js';
 import { networkJwtRoutes } from '../enrollment-routes.js';
 import { dataEnvelopeSchema } from '../resource-routes.js';
@@ -18,7 +21,14 @@ const Csr = Type.String({ maxLength: MAX_CSR_PEM, description: 'PEM certificate 
 const Password = Type.String({ minLength: 1, maxLength: 100 });
 
 const CertsSchema = dataEnvelopeSchema(
-  Type.Object({ cert: Type.String({ description: 'the client certificate and the CA that signed it, PEM' }) }, { title: 'enrollmentCerts' }),
+  Type.Object(
+    {
+      ca: Type.Optional(Type.String({ description: 'edge routers: the CAs to trust, PEM' })),
+      cert: Type.String({ description: 'the client certificate and the CA that signed it, PEM' }),
+      serverCert: Type.Optional(Type.String({ description: 'edge routers: the server certificate and the CA that signed it, PEM' })),
+    },
+    { title: 'enrollmentCerts' },
+  ),
   'enrollmentCertsEnvelope',
 );
 const UpdbSchema = dataEnvelopeSchema(Type.Object({ username: Type.String() }, { title: 'enrollmentUpdb' }), 'enrollmentUpdbEnvelope');
@@ -45,6 +55,46 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
     handler: async (request, reply) => {
       const { token, clientCsr } = request.body as { token: string; clientCsr?: string };
       const answer = await core.enrollments.enrollOtt(token, clientCsr);
+      noStore(reply);
+      return envelope(answer);
+    },
+  });
+
+  app.post('/enroll/erott', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'enrollErOtt',
+      tags: ['enroll'],
+      body: Type.Object({ token: Token, serverCsr: Type.Optional(Csr), clientCsr: Type.Optional(Csr) }, { title: 'erOttEnrollmentRequest' }),
+      response: { 200: CertsSchema },
+    },
+    handler: async (request, reply) => {
+      const { token, serverCsr, clientCsr } = request.body as { token: string; serverCsr?: string; clientCsr?: string };
+      const answer = await core.routerEnrollments.enroll(token, {
+        server: { pem: serverCsr, field: 'serverCsr' },
+        client: { pem: clientCsr, field: 'clientCsr' },
+      });
+      noStore(reply);
+      return envelope(answer);
+    },
+  });
+
+  // The router's current client certificate, presented in the TLS handshake, is its credential.
+  app.post('/enroll/extend/router', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'extendRouterEnrollment',
+      tags: ['enroll'],
+      body: Type.Object({ certCsr: Csr, serverCertCsr: Csr }, { title: 'routerExtendEnrollmentRequest' }),
+      response: { 200: CertsSchema },
+    },
+    handler: async (request, reply) => {
+      const { certCsr, serverCertCsr } = request.body as { certCsr: string; serverCertCsr: string };
+      const { peerCertificate, peerChain } = peerCertificates(request);
+      const answer = await core.routerEnrollments.extend(peerCertificate, peerChain, {
+        server: { pem: serverCertCsr, field: 'serverCertCsr' },
+        client: { pem: certCsr, field: 'certCsr' },
+      });
       noStore(reply);
       return envelope(answer);
     },
@@ -77,23 +127,42 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
         operationId: 'enroll',
         tags: ['enroll'],
         querystring: Type.Object(
-          { token: Token, method: Type.Optional(Type.Union([Type.Literal('ott'), Type.Literal('updb')], { description: 'the enrollment method, when given: ott or updb' })) },
+          {
+            token: Token,
+            method: Type.Optional(
+              Type.Union([Type.Literal('ott'), Type.Literal('updb'), Type.Literal('erott')], { description: 'the enrollment method, when given: ott, updb or erott' }),
+            ),
+          },
           { additionalProperties: true },
         ),
         body: Type.Union([
-          Type.Object({ clientCsr: Type.Optional(Csr), password: Type.Optional(Password) }, { title: 'genericEnroll' }),
+          Type.Object(
+            {
+              clientCsr: Type.Optional(Csr),
+              password: Type.Optional(Password),
+              serverCertCsr: Type.Optional(Csr),
+              certCsr: Type.Optional(Type.String({ maxLength: MAX_CSR_PEM, description: 'erott: the client CSR (clientCsr is taken too)' })),
+            },
+            { title: 'genericEnroll' },
+          ),
           Type.String({ maxLength: MAX_CSR_PEM }),
         ]),
         response: { 200: Type.Union([CertsSchema, UpdbSchema]) },
       },
       handler: async (request, reply) => {
-        const { token, method } = request.query as { token: string; method?: 'ott' | 'updb' };
-        const body = request.body as string | { clientCsr?: string; password?: string } | undefined;
+        const { token, method } = request.query as { token: string; method?: 'ott' | 'updb' | 'erott' };
+        const body = request.body as string | { clientCsr?: string; password?: string; serverCertCsr?: string; certCsr?: string } | undefined;
         const pem = PEM_TYPES.includes(String(request.headers['content-type']).split(';')[0]!.trim().toLowerCase());
         const json = typeof body === 'object' && body !== null ? body : {};
-        const kind = method ?? (await core.enrollments.methodOf(token));
+        const kind = method ?? ((await core.routerEnrollments.holds(token)) ? 'erott' : await core.enrollments.methodOf(token));
         let answer;
-        if (kind === 'updb') {
+        if (kind === 'erott') {
+          // A router sends two CSRs, so a body that is one PEM CSR is not enough.
+          answer = await core.routerEnrollments.enroll(token, {
+            server: { pem: json.serverCertCsr, field: 'serverCertCsr' },
+            client: { pem: json.certCsr ?? json.clientCsr, field: 'certCsr' },
+          });
+        } else if (kind === 'updb') {
           if (pem || typeof json.password !== 'string') throw fieldError('password', 'is required for updb enrollment');
           answer = await core.enrollments.enrollUpdb(token, json.password);
         } else {

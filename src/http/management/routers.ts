@@ -1,5 +1,6 @@
-// Management routes of the routers area: edge routers, routers (also served as transit routers),
-// terminators, posture checks and their types (a service's terminators are a related list, related.ts).
+// Management routes of the routers area: edge routers and their re-enrollment, routers (also served
+// as transit routers), terminators, posture checks and their types (a service's terminators are a
+// related list, related.ts).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
@@ -23,6 +24,15 @@ export function routersRoutes(app: FastifyInstance, core: Core): void {
   registerResourceRoutes(app, r.get('edge-routers'), flavor, {
     listQueryExtra: RoleFilterQuery,
     listScope: roleFilterScope('edge_routers', flavor),
+  });
+  // A new enrollment for an edge router; it is unverified until it enrolls again.
+  app.post('/edge-routers/:id/re-enroll', {
+    config: { auth: routeAuth('router', 'update') },
+    schema: { operationId: 'reEnrollEdgeRouter', tags: ['edge-routers'], params: IdParams, response: { 200: EmptySchema } },
+    handler: async (request) => {
+      await core.routerEnrollments.reEnroll((request.params as { id: string }).id, actorOf(request));
+      return envelope(EMPTY);
+    },
   });
   registerResourceRoutes(app, r.get('routers'), flavor);
   registerResourceRoutes(app, r.get('transit-routers'), flavor);
