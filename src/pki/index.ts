@@ -43,6 +43,7 @@ export { importSigningKey, parseEcPrivateKey, randomSerialNumber } from './issue
 export { createClientCertificate, identitySpiffeId, CLIENT_VALIDITY_YEARS, type Issuer } from './issue.js';
 export { checkCsrPem, CsrProblem, MAX_CSR_PEM, type CheckedCsr } from './csr.js';
 export { LOOPBACK_HOSTS, serverNames, type ServerNames } from './hosts.js';
+export { certificateNames, type CertificateNames } from './names.js';
 
 export interface Pki {
   rootCertPem: string;
