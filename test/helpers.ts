@@ -308,6 +308,10 @@ interface CertificateOptions {
   issuer?: TestIssuer;
   /** The issuer name written into the certificate, when it should differ from the signer's (a forgery). */
   issuerName?: string;
+  /** Subject alternative names of a client certificate. */
+  sans?: { type: 'url' | 'email' | 'dns'; value: string }[];
+  /** Extended key usages of a client certificate in place of clientAuth. */
+  extendedKeyUsages?: string[];
 }
 
 /** An ECDSA P-256 certificate: a client certificate, or a CA (`ca: true`), self-signed or issued. */
@@ -323,7 +327,8 @@ export async function testCertificate(commonName: string, o: CertificateOptions 
     : [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+        new x509.ExtendedKeyUsageExtension(o.extendedKeyUsages ?? [x509.ExtendedKeyUsage.clientAuth]),
+        ...(o.sans ? [new x509.SubjectAlternativeNameExtension(o.sans)] : []),
       ];
   const cert = await x509.X509CertificateGenerator.create(
     {

@@ -209,7 +209,7 @@ describe('the failed-login throttle', () => {
       // One more than the budget of 20 failures: had they counted, the next check would be refused.
       for (let i = 0; i < 21; i++) await expect(authenticatePrimary(core, req)).rejects.toBe(trouble);
       get.mockRestore();
-      expect((await authenticatePrimary(core, req)).authenticator.username).toBe('store-trouble');
+      expect((await authenticatePrimary(core, req)).authenticator?.username).toBe('store-trouble');
     }
   });
 });

@@ -7,6 +7,9 @@
 // to the root. One that verifies only because the controller supplies its signing CA is accepted
 // but marked improperClientCertChain, as the established controller does: the client did not send
 // (or did not keep) its proper chain.
+//
+// A CA's certificates come back with the CA's externalIdClaim, as of the same read: the login reads
+// the identity's external id with it (auth/external-id.ts).
 import type { X509Certificate } from 'node:crypto';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
@@ -15,11 +18,18 @@ import type { EntityOf } from '../resources/index.js';
 import type { Repository } from '../store/repository.js';
 import type { Store } from '../store/store.js';
 import { parsePemCertificates, verifyChain, type TrustAnchor } from '../pki/index.js';
+import type { ExternalIdClaim } from './external-id.js';
 
 /** Where a client certificate's chain led. */
 export type CertificateOrigin =
   | { kind: 'network'; improperClientCertChain: boolean }
-  | { kind: 'ca'; caId: string; improperClientCertChain: false };
+  | { kind: 'ca'; caId: string; externalIdClaim: ExternalIdClaim | null; improperClientCertChain: false };
+
+/** What a third-party anchor stands for. */
+interface TrustedCa {
+  caId: string;
+  externalIdClaim: ExternalIdClaim | null;
+}
 
 export interface NetworkAnchors {
   rootCertPem: string;
@@ -36,7 +46,7 @@ export class CertificateTrust implements Cache {
   readonly name = 'certificate-trust';
   private readonly root: TrustAnchor<undefined>[];
   private readonly rootAndSigning: TrustAnchor<undefined>[];
-  private thirdParty: Promise<TrustAnchor<string>[]> | undefined;
+  private thirdParty: Promise<TrustAnchor<TrustedCa>[]> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -58,7 +68,7 @@ export class CertificateTrust implements Cache {
     if (verifyChain(leaf, presented, this.root, now)) return { kind: 'network', improperClientCertChain: false };
     if (verifyChain(leaf, presented, this.rootAndSigning, now)) return { kind: 'network', improperClientCertChain: true };
     const found = verifyChain(leaf, presented, await this.thirdPartyAnchors(), now);
-    return found ? { kind: 'ca', caId: found.anchor.tag, improperClientCertChain: false } : undefined;
+    return found ? { kind: 'ca', ...found.anchor.tag, improperClientCertChain: false } : undefined;
   }
 
   onChange(change: Change): void {
@@ -69,7 +79,7 @@ export class CertificateTrust implements Cache {
     this.thirdParty = undefined;
   }
 
-  private thirdPartyAnchors(): Promise<TrustAnchor<string>[]> {
+  private thirdPartyAnchors(): Promise<TrustAnchor<TrustedCa>[]> {
     if (this.thirdParty) return this.thirdParty;
     const loading = this.load();
     this.thirdParty = loading;
@@ -80,13 +90,13 @@ export class CertificateTrust implements Cache {
     return loading;
   }
 
-  private async load(): Promise<TrustAnchor<string>[]> {
+  private async load(): Promise<TrustAnchor<TrustedCa>[]> {
     const { items } = await this.repo.list(this.store.db, { sort: [], offset: 0, limit: null });
-    const anchors: TrustAnchor<string>[] = [];
+    const anchors: TrustAnchor<TrustedCa>[] = [];
     for (const ca of items) {
       if (ca.isVerified !== true || ca.isAuthEnabled !== true) continue;
       const [cert] = parsePemCertificates(ca.certPem);
-      if (cert) anchors.push({ cert, tag: ca.id });
+      if (cert) anchors.push({ cert, tag: { caId: ca.id, externalIdClaim: ca.externalIdClaim ?? null } });
     }
     return anchors;
   }

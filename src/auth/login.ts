@@ -2,10 +2,11 @@
 // policy, with lockout and throttling. The legacy API (POST /authenticate) opens an API session with
 // it; the OIDC login endpoints run the same check and then the authorization request's next step.
 // The current password asked for before an identity changes its own authenticator is checked here
-// too, so its failures count the same way.
+// too, so its failures count the same way. A certificate names its identity by its fingerprint, or,
+// for a CA with an external id claim, by the external id it carries.
 import type { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
-import { fingerprintOfCertificate } from '../pki/index.js';
+import { certificateNames, fingerprintOfCertificate } from '../pki/index.js';
 import { ApiError } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import type { Kernel } from '../kernel/kernel.js';
@@ -18,6 +19,7 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import type { FailureThrottle } from './throttle.js';
 import type { Mfa } from './mfa.js';
 import type { CertificateTrust } from './cert-trust.js';
+import { readExternalId } from './external-id.js';
 
 /** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
 export interface LoginDeps {
@@ -56,7 +58,11 @@ export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'pas
 
 export interface PrimaryAuthentication {
   identity: Identity;
-  authenticator: Authenticator;
+  /**
+   * The authenticator the credential matched; null for a certificate of a CA with an external id
+   * claim whose identity was found by that id and holds no authenticator of this certificate.
+   */
+  authenticator: Authenticator | null;
   /** The rules of the identity's auth policy, as checked. */
   rules: AuthPolicyRules;
   /** Whether the identity has a confirmed TOTP enrollment (every login then asks for a code). */
@@ -162,7 +168,7 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Fou
     await countFailure(core, authenticator);
     throw invalidAuth();
   }
-  const identity = await usableIdentity(core, authenticator);
+  const identity = await usableIdentity(core, authenticator.identityId);
   const rules = await rulesOf(core, identity);
   if (!rules.primary.updb.allowed) throw invalidAuth('the auth policy does not allow password logins');
   // Stryker: clearing a count of 0 writes nothing, so the test only saves a transaction.
@@ -197,9 +203,24 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
     .where('fingerprint', '=', fingerprint)
     .where('method', '=', 'cert')
     .executeTakeFirst();
-  if (!row) throw invalidAuth('the client certificate belongs to no identity');
-  const authenticator = core.kernel.repo('authenticators').fromRow(row);
-  const identity = await usableIdentity(core, authenticator);
+  let authenticator = row ? core.kernel.repo('authenticators').fromRow(row) : null;
+  let identityId = authenticator?.identityId;
+  // A CA with an external id claim names its identities by that id, so a renewed certificate still
+  // finds its identity; one from which the claim cannot be read is looked up by fingerprint, as the
+  // established controller does.
+  const reading = origin.kind === 'ca' ? readExternalId(origin.externalIdClaim, certificateNames(cert)) : { kind: 'none' as const };
+  if (reading.kind === 'missing' && origin.kind === 'ca') {
+    core.log.warn({ caId: origin.caId, reason: reading.reason }, 'external id claim not read from a client certificate');
+  }
+  if (reading.kind === 'found') {
+    const owner = await core.kernel.store.db.selectFrom('identities').select('id').where('external_id', '=', reading.externalId).executeTakeFirst();
+    if (!owner) throw invalidAuth('no identity has the external id of the client certificate');
+    identityId = String(owner.id);
+    // Its own cert authenticator, when it holds this very certificate, is what the session records.
+    if (authenticator?.identityId !== identityId) authenticator = null;
+  }
+  if (identityId === undefined) throw invalidAuth('the client certificate belongs to no identity');
+  const identity = await usableIdentity(core, identityId);
   const rules = await rulesOf(core, identity);
   if (!rules.primary.cert.allowed) throw invalidAuth('the auth policy does not allow certificate logins');
   const now = core.clock();
@@ -215,8 +236,8 @@ async function byExternalJwt(): Promise<never> {
   throw invalidAuth('no external JWT signer accepts the token');
 }
 
-async function usableIdentity(core: LoginDeps, authenticator: Authenticator): Promise<Identity> {
-  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, authenticator.identityId);
+async function usableIdentity(core: LoginDeps, identityId: string): Promise<Identity> {
+  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, identityId);
   if (!identity) throw invalidAuth();
   const state = await core.identities.get(identity.id);
   if (!state || core.identities.isDisabled(state)) throw invalidAuth('the identity is disabled');
@@ -238,13 +259,13 @@ async function openSession(
   }
   const { session, token } = await core.sessions.create({
     identityId: identity.id,
-    authenticatorId: authenticator.id,
+    authenticatorId: authenticator?.id ?? null,
     authMethod: req.method,
     configTypes: req.configTypes,
     ipAddress: req.ipAddress,
     // A confirmed TOTP enrollment asks for a code at every login, whatever the policy says.
     isMfaRequired: rules.secondary.requireTotp || isTotpEnrolled,
-    isCertExtendable: req.method === 'cert' && authenticator.isIssuedByNetwork === true,
+    isCertExtendable: req.method === 'cert' && authenticator?.isIssuedByNetwork === true,
     improperClientCertChain,
   });
   return { session, token, identity };

@@ -51,8 +51,9 @@ export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticator
         if (!prev) {
           const cert = authenticatorCertificate(next.certPem);
           next.fingerprint = fingerprintOfCertificate(cert);
-          // A certificate of a registered CA goes with that CA.
-          next.caId = (await issuingCaOf(ctx.tx, cert)) ?? null;
+          // A certificate of a registered CA goes with that CA: the one an enrollment verified it
+          // against (through intermediates, perhaps), else the one that signed it.
+          next.caId = next.caId ?? (await issuingCaOf(ctx.tx, cert)) ?? null;
         }
       }
       if (!prev) {

@@ -1,23 +1,29 @@
 // Enrollments beyond CRUD: the one-time token of each (hashed, and inside its JWT, sealed), the rules of
 // creating one (one outstanding per method and identity, the method's own fields), refreshing it,
-// exchanging it for an authenticator (a client certificate for a CSR, or a password), and reverting
-// an authenticator to an enrollment. A token is used once: the exchange deletes the enrollment by id
-// AND token digest in the same transaction that creates the authenticator, so of two exchanges at
-// the same time one finds nothing to delete and fails.
+// exchanging it for an authenticator (a client certificate for a CSR, a password, or the certificate
+// of the enrollment's CA the client presents in the TLS handshake), an identity created by a CA's
+// certificate alone (auto CA enrollment), and reverting an authenticator to an enrollment. A token is
+// used once: the exchange deletes the enrollment by id AND token digest in the same transaction that
+// creates the authenticator, so of two exchanges at the same time one finds nothing to delete and fails.
 import { randomUUID, sign, X509Certificate } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { JWK } from 'jose';
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import { hashToken } from '../auth/tokens.js';
+import { readExternalId } from '../auth/external-id.js';
+import { newId } from '../ids.js';
 import type { SecretBox } from '../auth/secret-box.js';
 import { signCompact } from '../oidc/jws.js';
 import type { SigningKeys } from '../oidc/keys.js';
 import {
+  certificateNames,
   checkCsrPem,
   createClientCertificate,
   CsrProblem,
+  fingerprintOfCertificate,
   importSigningKey,
+  toPem,
   type Issuer,
   type Pki,
 } from '../pki/index.js';
@@ -27,6 +33,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 import { assertMayManage } from './identities.js';
+import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
 
 export type Enrollment = EntityOf<'enrollments'>;
 
@@ -466,9 +473,91 @@ export class Enrollments {
   }
 
   /**
+   * ottca: the certificate the client presents in the TLS handshake becomes the identity's cert
+   * authenticator, when it chains to the enrollment's CA, which must be verified and allow ottca
+   * enrollments; the enrollment is gone.
+   */
+  async enrollOttCa(token: string, presented: PresentedCertificates): Promise<void> {
+    const e = await this.outstanding(token, 'ottca');
+    await this.opts.resources.write(async (ctx) => {
+      const ca = e.caId === null ? undefined : await ctx.resources.get('cas').repo.get(ctx.tx, e.caId);
+      if (!ca) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'the CA of the enrollment no longer exists');
+      if (ca.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) {
+        throw new ApiError('ENROLLMENT_CA_NOT_VALID', 'the CA of the enrollment is not verified or does not allow ottca enrollments');
+      }
+      if (!issuingCa(presented, [ca], Date.parse(ctx.now))) {
+        throw new ApiError(
+          'CERTIFICATE_FAILED_VALIDATION',
+          presented.peerCertificate
+            ? 'the client certificate does not chain to the CA of the enrollment, is not valid now, or is not for client authentication'
+            : 'no client certificate was presented in the TLS handshake',
+        );
+      }
+      const cert = presented.peerCertificate!;
+      await refuseCertificateInUse(ctx, cert);
+      await consume(ctx, e);
+      await ctx.resources
+        .get('authenticators')
+        .createIn(ctx, { method: 'cert', identityId: e.identityId, certPem: toPem('CERTIFICATE', cert.raw) }, { caId: ca.id });
+    });
+  }
+
+  /**
+   * Auto CA enrollment: the certificate the client presents in the TLS handshake, of a verified CA
+   * that allows it, creates an identity named by the CA's identityNameFormat (`requestedName` fills
+   * [requestedName]; the new id when none is asked for) with the CA's identityRoles. With the CA's
+   * external id claim the identity gets the id it reads and no authenticator (its certificate logins
+   * find it by that id); without, a cert authenticator for the certificate.
+   */
+  async enrollCa(presented: PresentedCertificates, requestedName?: string): Promise<void> {
+    const cert = presented.peerCertificate;
+    if (!cert) throw new ApiError('CERT_FAILED_VALIDATION', 'no client certificate was presented in the TLS handshake');
+    await this.opts.resources.write(async (ctx) => {
+      const { items } = await ctx.resources.get('cas').repo.list(ctx.tx, { sort: [], offset: 0, limit: null });
+      if (items.length === 0) throw new ApiError('ENROLLMENT_NO_VALID_CAS', 'no CA is registered');
+      const eligible = items.filter((ca) => ca.isVerified === true && ca.isAutoCaEnrollmentEnabled === true);
+      const ca = issuingCa(presented, eligible, Date.parse(ctx.now));
+      if (!ca) {
+        throw new ApiError(
+          'CERT_FAILED_VALIDATION',
+          'the client certificate does not chain to a verified CA that allows auto enrollment, is not valid now, or is not for client authentication',
+        );
+      }
+      const reading = readExternalId(ca.externalIdClaim, certificateNames(cert));
+      if (reading.kind === 'missing') throw new ApiError('MISSING_CERT_CLAIM', `the certificate carries no external id for the CA's claim: ${reading.reason}`);
+      if (reading.kind === 'none') await refuseCertificateInUse(ctx, cert);
+      const identityId = newId();
+      const name = await uniqueIdentityName(
+        ctx.tx,
+        formatIdentityName(ca.identityNameFormat, {
+          caName: ca.name,
+          caId: ca.id,
+          commonName: certificateNames(cert).commonName,
+          requestedName: requestedName !== undefined && requestedName !== '' ? requestedName : identityId,
+          identityId,
+        }),
+      );
+      const identity = {
+        name,
+        type: 'Default',
+        isAdmin: false,
+        roleAttributes: ca.identityRoles,
+        ...(reading.kind === 'found' ? { externalId: reading.externalId } : {}),
+      };
+      await ctx.resources.get('identities').createIn(ctx, identity, { id: identityId });
+      if (reading.kind === 'none') {
+        await ctx.resources
+          .get('authenticators')
+          .createIn(ctx, { method: 'cert', identityId, certPem: toPem('CERTIFICATE', cert.raw) }, { caId: ca.id });
+      }
+    });
+  }
+
+  /**
    * An authenticator reverted to an enrollment: the authenticator is deleted (its identity can no
-   * longer log in with it) and an enrollment made in its place — updb for a password, ott for a
-   * certificate — replacing an outstanding one of that method. Answers the enrollment's id.
+   * longer log in with it) and an enrollment made in its place — updb for a password, ottca of its
+   * CA for a certificate of a third-party CA, ott for another certificate — replacing an outstanding
+   * one of that method. Answers the enrollment's id.
    */
   async revertAuthenticator(authenticatorId: string, expiresAt: string, actor?: Actor): Promise<string> {
     return this.opts.resources.write(async (ctx) => {
@@ -477,7 +566,7 @@ export class Enrollments {
       if (!a) throw notFound('authenticator', authenticatorId);
       await assertMayManage(ctx, a.identityId);
       await authenticators.deleteIn(ctx, a.id);
-      const method = a.method === 'updb' ? 'updb' : 'ott';
+      const method = a.method === 'updb' ? 'updb' : a.caId !== null && a.caId !== undefined ? 'ottca' : 'ott';
       const enrollments = ctx.resources.get('enrollments');
       const replaced = await ctx.tx
         .selectFrom('enrollments')
@@ -486,7 +575,13 @@ export class Enrollments {
         .where('method', '=', method)
         .executeTakeFirst();
       if (replaced) await enrollments.deleteIn(ctx, String(replaced.id));
-      const body = { method, identityId: a.identityId, expiresAt, ...(method === 'updb' ? { username: a.username } : {}) };
+      const body = {
+        method,
+        identityId: a.identityId,
+        expiresAt,
+        ...(method === 'updb' ? { username: a.username } : {}),
+        ...(method === 'ottca' ? { caId: a.caId } : {}),
+      };
       return (await enrollments.createIn(ctx, body)).id;
     }, actor);
   }
@@ -513,6 +608,13 @@ export class Enrollments {
     this.issuer ??= importSigningKey(this.opts.pki.signingKeyPem).then((key) => ({ cert: new X509Certificate(this.opts.pki.signingCertPem), key }));
     return this.issuer;
   }
+}
+
+/** CERT_IN_USE when an authenticator already holds the certificate (its fingerprint), as the established controller answers. */
+async function refuseCertificateInUse(ctx: WriteContext, cert: X509Certificate): Promise<void> {
+  const fingerprint = fingerprintOfCertificate(cert);
+  const existing = await ctx.tx.selectFrom('authenticators').select('id').where('fingerprint', '=', fingerprint).executeTakeFirst();
+  if (existing) throw new ApiError('CERT_IN_USE', 'the certificate is already the authenticator of an identity', { code: 'CERT_IN_USE', message: 'the certificate is in use', data: { fingerprint } });
 }
 
 /**

@@ -203,10 +203,11 @@ export class ResourceService<E extends Entity = Entity> {
   /**
    * A create inside a write already under way (an identity created with its enrollments, an
    * enrollment exchanged for an authenticator). `server` sets read-only fields the controller decides
-   * (an authenticator's isIssuedByNetwork), which a body never can.
+   * (an authenticator's isIssuedByNetwork), which a body never can, and the id when the controller
+   * chose it beforehand (an identity named after its own id).
    */
   async createIn(ctx: WriteContext, body: Record<string, unknown>, server: Record<string, unknown> = {}): Promise<E> {
-    const given = this.def.idFrom ? body[this.def.idFrom] : undefined;
+    const given = this.def.idFrom ? body[this.def.idFrom] : server.id;
     const entity: Record<string, unknown> = {
       id: typeof given === 'string' ? given : newId(),
       createdAt: ctx.now,
@@ -219,7 +220,7 @@ export class ResourceService<E extends Entity = Entity> {
       entity[name] = value !== undefined ? value : defaultOf(f.default);
     }
     if (typeof given === 'string' && (await this.repo.exists(ctx.tx, given))) {
-      throw fieldError(this.def.idFrom!, `another ${this.def.label} already has this id`, given);
+      throw fieldError(this.def.idFrom ?? 'id', `another ${this.def.label} already has this id`, given);
     }
     return this.store_(ctx, normalise(this.def, entity as Entity), undefined);
   }

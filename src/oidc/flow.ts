@@ -129,7 +129,8 @@ export interface AuthorizationParams {
 /** Who the primary login found. */
 export interface PrimaryOutcome {
   identityId: string;
-  authenticatorId: string;
+  /** Null for a certificate login found by its CA's external id claim (see auth/login.ts). */
+  authenticatorId: string | null;
   method: 'password' | 'cert' | 'ext-jwt';
   rules: AuthPolicyRules;
   isCertExtendable: boolean;
@@ -190,7 +191,7 @@ function sizeOf(r: AuthRequest): number {
     ...r.configTypes,
     ...r.amr,
     ...r.outstanding,
-    ...(r.primary ? [r.primary.identityId, r.primary.authenticatorId, r.primary.ipAddress] : []),
+    ...(r.primary ? [r.primary.identityId, r.primary.authenticatorId ?? undefined, r.primary.ipAddress] : []),
   ];
   let bytes = REQUEST_BYTES;
   for (const s of strings) if (s !== undefined) bytes += STRING_BYTES + 2 * s.length;

@@ -44,6 +44,7 @@ export { createClientCertificate, identitySpiffeId, CLIENT_VALIDITY_YEARS, type 
 export { createRouterClientCertificate, createRouterServerCertificate, routerSpiffeId } from './issue.js';
 export { checkCsrPem, CsrProblem, MAX_CSR_PEM, type CheckedCsr } from './csr.js';
 export { LOOPBACK_HOSTS, serverNames, type ServerNames } from './hosts.js';
+export { certificateNames, type CertificateNames } from './names.js';
 
 export interface Pki {
   rootCertPem: string;

@@ -1,7 +1,9 @@
-// The Client API's enrollment operations (no credential: the one-time token is the credential):
-// a certificate for a CSR (ott), a first password (updb), an edge router's client and server
+// The Client API's enrollment operations (no credential: the one-time token is the credential, or
+// for auto CA enrollment the certificate of the TLS handshake): a certificate for a CSR (ott), a
+// first password (updb), the presented certificate of the enrollment's CA as the authenticator
+// (ottca), an identity made by a CA's certificate (ca), an edge router's client and server
 // certificates (erott) and their extension (the router's current client certificate is the
-// credential), the generic /enroll that takes any of the token methods by the token's method and a
+// credential), the generic /enroll that takes any of them by the token's method (or `method`) and a
 // raw PEM CSR too, the keys that verify enrollment JWTs and the challenge proving the network holds
 // them. Answers carrying a certificate or a username are not cached.
 import { Type } from '@sinclair/typebox';
@@ -11,14 +13,17 @@ import { fieldError } from '../../errors.js';
 import { MAX_CSR_PEM } from '../../pki/index.js';
 import { PUBLIC } from '../auth-requirements.js';
 import { peerCertificates } from '../credentials.js';
-import { envelope } from '../envelope.js';
+import { EMPTY, envelope } from '../envelope.js';
 import { networkJwtRoutes } from '../enrollment-routes.js';
-import { dataEnvelopeSchema } from '../resource-routes.js';
+import { dataEnvelopeSchema, EmptySchema } from '../resource-routes.js';
 
 const PEM_TYPES = ['application/x-pem-file', 'text/plain'];
 const Token = Type.String({ minLength: 1, maxLength: 256, description: 'the one-time token (the jti of the enrollment JWT)' });
 const Csr = Type.String({ maxLength: MAX_CSR_PEM, description: 'PEM certificate signing request' });
 const Password = Type.String({ minLength: 1, maxLength: 100 });
+const OttEnrollmentRequest = Type.Object({ token: Token, clientCsr: Type.Optional(Csr) }, { title: 'ottEnrollmentRequest' });
+const METHODS = ['ott', 'ottca', 'updb', 'erott', 'ca'] as const;
+type Method = (typeof METHODS)[number];
 
 const CertsSchema = dataEnvelopeSchema(
   Type.Object(
@@ -49,7 +54,7 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
     schema: {
       operationId: 'enrollOtt',
       tags: ['enroll'],
-      body: Type.Object({ token: Token, clientCsr: Type.Optional(Csr) }, { title: 'ottEnrollmentRequest' }),
+      body: OttEnrollmentRequest,
       response: { 200: CertsSchema },
     },
     handler: async (request, reply) => {
@@ -100,6 +105,32 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
     },
   });
 
+  app.post('/enroll/ottca', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'enrollOttCa',
+      tags: ['enroll'],
+      body: OttEnrollmentRequest,
+      response: { 200: EmptySchema },
+    },
+    handler: async (request, reply) => {
+      await core.enrollments.enrollOttCa((request.body as { token: string }).token, peerCertificates(request));
+      noStore(reply);
+      return envelope(EMPTY);
+    },
+  });
+
+  // Auto CA enrollment has no input but the certificate of the TLS handshake.
+  app.post('/enroll/ca', {
+    config: { auth: PUBLIC },
+    schema: { operationId: 'enrollCa', tags: ['enroll'], response: { 200: EmptySchema } },
+    handler: async (request, reply) => {
+      await core.enrollments.enrollCa(peerCertificates(request));
+      noStore(reply);
+      return envelope(EMPTY);
+    },
+  });
+
   app.post('/enroll/updb', {
     config: { auth: PUBLIC },
     schema: {
@@ -128,13 +159,17 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
         tags: ['enroll'],
         querystring: Type.Object(
           {
-            token: Token,
+            token: Type.Optional(Token),
             method: Type.Optional(
-              Type.Union([Type.Literal('ott'), Type.Literal('updb'), Type.Literal('erott')], { description: 'the enrollment method, when given: ott, updb or erott' }),
+              Type.Union(
+                METHODS.map((m) => Type.Literal(m)),
+                { description: "the enrollment method, when given: ott, ottca, updb, erott, or ca (which takes no token); else the token's" },
+              ),
             ),
           },
           { additionalProperties: true },
         ),
+        // No body at all (null) is what a client enrolling by its certificate alone (ca) sends.
         body: Type.Union([
           Type.Object(
             {
@@ -142,18 +177,30 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
               password: Type.Optional(Password),
               serverCertCsr: Type.Optional(Csr),
               certCsr: Type.Optional(Type.String({ maxLength: MAX_CSR_PEM, description: 'erott: the client CSR (clientCsr is taken too)' })),
+              name: Type.Optional(Type.String({ maxLength: 255, description: 'ca: the requested name of the identity ([requestedName])' })),
             },
             { title: 'genericEnroll' },
           ),
           Type.String({ maxLength: MAX_CSR_PEM }),
+          Type.Null(),
         ]),
-        response: { 200: Type.Union([CertsSchema, UpdbSchema]) },
+        response: { 200: Type.Union([CertsSchema, UpdbSchema, EmptySchema]) },
       },
       handler: async (request, reply) => {
-        const { token, method } = request.query as { token: string; method?: 'ott' | 'updb' | 'erott' };
-        const body = request.body as string | { clientCsr?: string; password?: string; serverCertCsr?: string; certCsr?: string } | undefined;
+        const { token, method } = request.query as { token?: string; method?: Method };
+        const body = request.body as
+          | string
+          | { clientCsr?: string; password?: string; name?: string; serverCertCsr?: string; certCsr?: string }
+          | null
+          | undefined;
         const pem = PEM_TYPES.includes(String(request.headers['content-type']).split(';')[0]!.trim().toLowerCase());
         const json = typeof body === 'object' && body !== null ? body : {};
+        if (method === 'ca') {
+          await core.enrollments.enrollCa(peerCertificates(request), json.name);
+          noStore(reply);
+          return envelope(EMPTY);
+        }
+        if (token === undefined) throw fieldError('token', 'is required');
         const kind = method ?? ((await core.routerEnrollments.holds(token)) ? 'erott' : await core.enrollments.methodOf(token));
         let answer;
         if (kind === 'erott') {
@@ -162,6 +209,9 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
             server: { pem: json.serverCertCsr, field: 'serverCertCsr' },
             client: { pem: json.certCsr ?? json.clientCsr, field: 'certCsr' },
           });
+        } else if (kind === 'ottca') {
+          await core.enrollments.enrollOttCa(token, peerCertificates(request));
+          answer = EMPTY;
         } else if (kind === 'updb') {
           if (pem || typeof json.password !== 'string') throw fieldError('password', 'is required for updb enrollment');
           answer = await core.enrollments.enrollUpdb(token, json.password);

@@ -174,10 +174,10 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         }
         core.oidc.requests.primarySucceeded(authRequest, {
           identityId: primary.identity.id,
-          authenticatorId: primary.authenticator.id,
+          authenticatorId: primary.authenticator?.id ?? null,
           method,
           rules: primary.rules,
-          isCertExtendable: method === 'cert' && primary.authenticator.isIssuedByNetwork === true,
+          isCertExtendable: method === 'cert' && primary.authenticator?.isIssuedByNetwork === true,
           ipAddress: request.ip,
           isTotpEnrolled: primary.isTotpEnrolled,
           improperClientCertChain: primary.improperClientCertChain,
