@@ -27,6 +27,8 @@ import { seed } from '../domain/seed.js';
 import { apiAddressesOf, markControllerOffline, registerController } from '../domain/operations.js';
 import { IdentityAnswers } from '../domain/identities.js';
 import { Enrollments, EnrollmentTokens } from '../domain/enrollments.js';
+import { CertificateExtension } from '../domain/certificate-extension.js';
+import { ClientCertificateSigner } from '../domain/client-certificates.js';
 import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
@@ -176,6 +178,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // The Client API's read model, shared by every listener's Client and Management API.
     const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions });
     const clientAnswers = caches.register(new AnswerCache());
+    const certificateSigner = new ClientCertificateSigner(pki, clock);
     const core: Core = {
       config,
       clock,
@@ -195,6 +198,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       mfa,
       secrets,
       enrollments: new Enrollments({ resources, tokens: enrollmentTokens, pki, clock }),
+      certificateExtension: new CertificateExtension(resources, certificateSigner),
       revocations,
       oidc,
       oidcSettings,

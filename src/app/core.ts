@@ -22,6 +22,7 @@ import type { ClientReadModel } from '../domain/client/read-model.js';
 import type { AnswerCache } from '../http/client/answer-cache.js';
 import type { SecretBox } from '../auth/secret-box.js';
 import type { Enrollments } from '../domain/enrollments.js';
+import type { CertificateExtension } from '../domain/certificate-extension.js';
 
 export interface Core {
   readonly config: Config;
@@ -49,6 +50,8 @@ export interface Core {
   readonly secrets: SecretBox;
   /** Identity enrollments: refresh, exchange for an authenticator, revert, network JWTs. */
   readonly enrollments: Enrollments;
+  /** Extension of certificate authenticators: the admin's flag, the new certificate, its verification. */
+  readonly certificateExtension: CertificateExtension;
   /** Revoked tokens, API sessions and identities, in memory. */
   readonly revocations: Revocations;
   /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */

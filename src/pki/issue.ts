@@ -210,6 +210,13 @@ export function identitySpiffeId(trustDomain: string, identityId: string): strin
   return `${trustDomainUri(trustDomain)}/identity/${encodeURIComponent(identityId)}`;
 }
 
+export interface ClientCertificateOptions {
+  /** How long it is valid from now, ms; CLIENT_VALIDITY_YEARS without it. */
+  lifetimeMs?: number;
+  /** The SPIFFE id it carries; the identity's without it. */
+  spiffeId?: string;
+}
+
 /**
  * A client certificate for an identity, for a public key the identity holds (from its CSR): not a CA,
  * for signatures and TLS client authentication only, naming the identity by its SPIFFE id, and
@@ -221,13 +228,19 @@ export async function createClientCertificate(
   identityId: string,
   issuer: Issuer,
   now: Date,
+  options: ClientCertificateOptions = {},
 ): Promise<{ cert: X509Certificate; certPem: string }> {
+  const cap = notAfterOf(issuer.cert);
+  const times =
+    options.lifetimeMs === undefined
+      ? validity(now, CLIENT_VALIDITY_YEARS, cap)
+      : { notBefore: truncateToSecond(new Date(now.getTime() - CLOCK_SKEW_MS)), notAfter: earlier(truncateToSecond(new Date(now.getTime() + options.lifetimeMs)), cap) };
   const cert = await x509.X509CertificateGenerator.create(
     {
       serialNumber: randomSerialNumber(),
       subject: new x509.Name([{ '2.5.4.3': [identityId] }]),
       issuer: subjectNameOf(issuer.cert),
-      ...validity(now, CLIENT_VALIDITY_YEARS, notAfterOf(issuer.cert)),
+      ...times,
       publicKey,
       signingKey: issuer.key,
       signingAlgorithm: SIGNING_ALGORITHM,
@@ -237,11 +250,15 @@ export async function createClientCertificate(
         new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
         await x509.SubjectKeyIdentifierExtension.create(publicKey, false, crypto),
         new x509.AuthorityKeyIdentifierExtension(subjectKeyId(issuer.cert)),
-        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: identitySpiffeId(trustDomain, identityId) }]),
+        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: options.spiffeId ?? identitySpiffeId(trustDomain, identityId) }]),
       ],
     },
     crypto,
   );
   const node = toNodeCertificate(cert);
   return { cert: node, certPem: toPem('CERTIFICATE', node.raw) };
+}
+
+function earlier(a: Date, b: Date): Date {
+  return a < b ? a : b;
 }
