@@ -28,6 +28,7 @@ import { apiAddressesOf, markControllerOffline, registerController } from '../do
 import { IdentityAnswers } from '../domain/identities.js';
 import { Enrollments, EnrollmentTokens } from '../domain/enrollments.js';
 import { CertificateExtension } from '../domain/certificate-extension.js';
+import { ApiSessionCertificates } from '../domain/api-session-certificates.js';
 import { ClientCertificateSigner } from '../domain/client-certificates.js';
 import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
@@ -199,6 +200,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       secrets,
       enrollments: new Enrollments({ resources, tokens: enrollmentTokens, pki, clock }),
       certificateExtension: new CertificateExtension(resources, certificateSigner),
+      apiSessionCertificates: new ApiSessionCertificates(resources, certificateSigner),
       revocations,
       oidc,
       oidcSettings,

@@ -41,6 +41,7 @@ export { issuedBy, signedBy, validAt, verifyChain, type TrustAnchor, type Verifi
 export { writeFileAtomic } from './files.js';
 export { importSigningKey, parseEcPrivateKey, randomSerialNumber } from './issue.js';
 export {
+  apiSessionCertificateSpiffeId,
   createClientCertificate,
   identitySpiffeId,
   CLIENT_VALIDITY_YEARS,

@@ -210,6 +210,15 @@ export function identitySpiffeId(trustDomain: string, identityId: string): strin
   return `${trustDomainUri(trustDomain)}/identity/${encodeURIComponent(identityId)}`;
 }
 
+/**
+ * The SPIFFE id of a certificate an API session had signed: it names the identity, the session and
+ * the certificate, so a peer can tell it from the identity's own long-lived one.
+ */
+export function apiSessionCertificateSpiffeId(trustDomain: string, identityId: string, apiSessionId: string, certificateId: string): string {
+  const part = encodeURIComponent;
+  return `${identitySpiffeId(trustDomain, identityId)}/apiSession/${part(apiSessionId)}/apiSessionCertificate/${part(certificateId)}`;
+}
+
 export interface ClientCertificateOptions {
   /** How long it is valid from now, ms; CLIENT_VALIDITY_YEARS without it. */
   lifetimeMs?: number;
