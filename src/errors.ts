@@ -41,6 +41,10 @@ export const ERROR_STATUS = {
   MISSING_CERT_CLAIM: 400,
   INVALID_COMMON_NAME: 400,
   EXPECTED_PEM_CERTIFICATE: 400,
+  // A certificate authenticator that cannot be extended (not the network's, none pending to verify).
+  CAN_NOT_UPDATE_AUTHENTICATOR: 409,
+  // The certificate handed to extend-verify is not the one the extension issued.
+  INVALID_CLIENT_CERT: 400,
   MFA_EXISTS: 409,
   MFA_ENROLLMENT_NOT_STARTED: 404,
   MFA_NOT_ENROLLED: 409,

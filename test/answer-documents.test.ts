@@ -7,6 +7,9 @@
 //   id (test/fixtures/reference-api), read as Go's generated clients read it (see referenceSchemas).
 // Where our answers still differ from the established documents, DIFFERENCES says so per operation.
 // The list may only shrink: a new difference fails, and so does a listed operation that now matches.
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { webcrypto } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import formatsPlugin, { type FormatsPlugin } from 'ajv-formats';
@@ -231,6 +234,11 @@ async function buildNetwork(): Promise<void> {
   await expectStatus(send('POST', `${CLIENT}/posture-response`, aliceToken, { id: m['posture-checks'], typeId: 'DOMAIN', domain: 'corp.example' }), 201);
   await expectStatus(send('POST', `${CLIENT}/posture-response-bulk`, aliceToken, [{ id: m['posture-checks'], typeId: 'DOMAIN', domain: 'corp.example' }]), 200);
   m.sessions = c.sessions!;
+  // a short-lived certificate of alice's API session, for a CSR of a key she keeps
+  const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+  const keys = (await webcrypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const csr = (await x509.Pkcs10CertificateRequestGenerator.create({ name: 'CN=alice', keys, signingAlgorithm: P256 }, webcrypto)).toString('pem');
+  c.certificates = (await expectStatus(send('POST', `${CLIENT}/current-api-session/certificates`, aliceToken, { csr }), 201)).data.id;
   const own = await expectStatus(send('GET', `${CLIENT}/current-identity/authenticators`, aliceToken), 200);
   c['own-authenticators'] = own.data[0].id;
   m.authenticators = own.data[0].id;

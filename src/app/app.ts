@@ -28,6 +28,9 @@ import { apiAddressesOf, markControllerOffline, registerController } from '../do
 import { IdentityAnswers } from '../domain/identities.js';
 import { Enrollments, EnrollmentTokens } from '../domain/enrollments.js';
 import { RouterEnrollments } from '../domain/router-enrollment.js';
+import { CertificateExtension } from '../domain/certificate-extension.js';
+import { ApiSessionCertificates } from '../domain/api-session-certificates.js';
+import { ClientCertificateSigner } from '../domain/client-certificates.js';
 import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
@@ -178,6 +181,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // The Client API's read model, shared by every listener's Client and Management API.
     const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions });
     const clientAnswers = caches.register(new AnswerCache());
+    const certificateSigner = new ClientCertificateSigner(pki, clock);
     const core: Core = {
       config,
       clock,
@@ -198,6 +202,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       secrets,
       enrollments: new Enrollments({ resources, tokens: enrollmentTokens, pki, clock }),
       routerEnrollments: new RouterEnrollments({ resources, tokens: enrollmentTokens, pki, trust: certificateTrust, clock }),
+      certificateExtension: new CertificateExtension(resources, certificateSigner),
+      apiSessionCertificates: new ApiSessionCertificates(resources, certificateSigner),
       revocations,
       oidc,
       oidcSettings,

@@ -23,6 +23,8 @@ import type { AnswerCache } from '../http/client/answer-cache.js';
 import type { SecretBox } from '../auth/secret-box.js';
 import type { Enrollments } from '../domain/enrollments.js';
 import type { RouterEnrollments } from '../domain/router-enrollment.js';
+import type { CertificateExtension } from '../domain/certificate-extension.js';
+import type { ApiSessionCertificates } from '../domain/api-session-certificates.js';
 
 export interface Core {
   readonly config: Config;
@@ -52,6 +54,10 @@ export interface Core {
   readonly enrollments: Enrollments;
   /** Edge router enrollment: the erott exchange, certificate extension, re-enrollment. */
   readonly routerEnrollments: RouterEnrollments;
+  /** Extension of certificate authenticators: the admin's flag, the new certificate, its verification. */
+  readonly certificateExtension: CertificateExtension;
+  /** The short-lived client certificates of API sessions. */
+  readonly apiSessionCertificates: ApiSessionCertificates;
   /** Revoked tokens, API sessions and identities, in memory. */
   readonly revocations: Revocations;
   /** The OIDC provider: keys, authorization requests, grants, bearer-token checks. */

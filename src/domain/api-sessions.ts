@@ -6,6 +6,7 @@ import { iso } from '../clock.js';
 import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import type { apiSessions } from '../resources/api-sessions.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
+import type { Executor } from '../store/store.js';
 import { computed, type ResourceBehaviour } from './resources.js';
 
 export const AuthQuerySchema = Type.Object({
@@ -45,6 +46,40 @@ export function authQueries(s: Pick<ApiSession, 'isMfaRequired' | 'isMfaComplete
   ];
 }
 
+/** Whether the certificate authenticator a session was opened with is flagged for extension (and a new key). */
+export interface CertExtensionFlags {
+  isCertExtendRequested: boolean;
+  isCertKeyRollRequested: boolean;
+}
+
+const NOT_FLAGGED: CertExtensionFlags = { isCertExtendRequested: false, isCertKeyRollRequested: false };
+
+// Booleans come back as the driver stores them (1 in SQLite).
+const isTrue = (v: unknown) => v === 1 || v === true;
+
+/**
+ * The extension flags of the authenticators some sessions were opened with, by authenticator id:
+ * those of certificate authenticators (a password one is never flagged).
+ */
+export async function certExtensionFlags(ex: Executor, authenticatorIds: readonly (string | null)[]): Promise<Map<string, CertExtensionFlags>> {
+  const ids = [...new Set(authenticatorIds.filter((id): id is string => id !== null))];
+  if (ids.length === 0) return new Map();
+  const rows = await ex
+    .selectFrom('authenticators')
+    .select(['id', 'is_extend_requested', 'is_key_roll_requested'])
+    .where('id', 'in', ids)
+    .where('method', '=', 'cert')
+    .execute();
+  return new Map(
+    rows.map((r) => [String(r.id), { isCertExtendRequested: isTrue(r.is_extend_requested), isCertKeyRollRequested: isTrue(r.is_key_roll_requested) }]),
+  );
+}
+
+/** The extension flags of one session's authenticator. */
+export async function certExtensionFlagsOf(ex: Executor, authenticatorId: string | null): Promise<CertExtensionFlags> {
+  return (await certExtensionFlags(ex, [authenticatorId])).get(authenticatorId ?? '') ?? NOT_FLAGGED;
+}
+
 function expiry(sessions: ApiSessions, lastActivityAt: number, now: number) {
   const expiresAt = lastActivityAt + sessions.timeout;
   return {
@@ -62,6 +97,8 @@ export function sessionAnswer(
   now: number,
   /** The identity has a confirmed TOTP enrollment (what the MFA query tells the client). */
   isTotpEnrolled: boolean,
+  /** Whether the session's certificate authenticator is flagged for extension. */
+  flags: CertExtensionFlags,
 ): Record<string, unknown> {
   return {
     _links: { self: { href: `./api-sessions/${s.id}` }, sessions: { href: `./api-sessions/${s.id}/sessions` } },
@@ -78,8 +115,7 @@ export function sessionAnswer(
     isMfaRequired: s.isMfaRequired,
     isMfaComplete: s.isMfaComplete,
     isCertExtendable: s.isCertExtendable,
-    isCertExtendRequested: false,
-    isCertKeyRollRequested: false,
+    ...flags,
     improperClientCertChain: s.improperClientCertChain,
     authQueries: authQueries(s, isTotpEnrolled),
     ...expiry(sessions, s.lastActivityAt, now),
@@ -112,8 +148,8 @@ export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): R
   const fields = computed<typeof apiSessions>(ApiSessionExtra, async (ex, entities, answers) => {
     const waiting = entities.filter((e) => e.isMfaRequired === true).map((e) => e.identityId);
     const mfas = waiting.length === 0 ? [] : await ex.selectFrom('mfas').select(['identity_id', 'is_verified']).where('identity_id', 'in', waiting).execute();
-    // Booleans come back as the driver stores them (1 in SQLite).
-    const enrolled = new Set(mfas.filter((r) => r.is_verified === 1 || r.is_verified === true).map((r) => String(r.identity_id)));
+    const enrolled = new Set(mfas.filter((r) => isTrue(r.is_verified)).map((r) => String(r.identity_id)));
+    const flags = await certExtensionFlags(ex, entities.map((e) => e.authenticatorId ?? null));
     for (const [i, e] of entities.entries()) {
       const cached = sessions.cached(e.id);
       const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt));
@@ -123,8 +159,7 @@ export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): R
           { isMfaRequired: e.isMfaRequired === true, isMfaComplete: cached?.isMfaComplete ?? e.isMfaComplete === true },
           enrolled.has(e.identityId),
         ),
-        isCertExtendRequested: false,
-        isCertKeyRollRequested: false,
+        ...(flags.get(e.authenticatorId ?? '') ?? NOT_FLAGGED),
       });
     }
   });

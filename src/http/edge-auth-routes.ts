@@ -1,19 +1,20 @@
 // Routes both Edge APIs share: authenticate, the current API session and the current identity
-// with its own authenticators.
+// with its own authenticators (their changes, and the extension of a certificate one).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, fieldError } from '../errors.js';
 import type { Core } from '../app/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
-import { sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
+import { certExtensionFlagsOf, sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
 import { changeOwnAuthenticator, listOwnAuthenticators, ownAuthenticatorAnswer } from '../domain/authenticators.js';
 import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
 import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
-import { authenticators as authenticatorsDef } from '../resources/authenticators.js';
+import { authenticators as authenticatorsDef, MAX_CERT_PEM } from '../resources/authenticators.js';
+import { MAX_CSR_PEM } from '../pki/index.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
-import { expiryHeaders, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
+import { expiryHeaders, peerCertificate, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { named } from './openapi.js';
 import {
@@ -98,8 +99,10 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       });
       reply.header('overlay-session', result.token).header('cache-control', 'no-store');
       expiryHeaders(core, reply, result.session);
+      const isTotpEnrolled = result.session.isMfaRequired && (await core.mfa.isEnrolled(result.identity.id));
+      const flags = await certExtensionFlagsOf(core.store.db, result.session.authenticatorId);
       return envelope({
-        ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), result.session.isMfaRequired && (await core.mfa.isEnrolled(result.identity.id))),
+        ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), isTotpEnrolled, flags),
         token: result.token,
       });
     },
@@ -114,7 +117,8 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       const token = presentedSessionToken(request);
       reply.header('cache-control', 'no-store');
       const isTotpEnrolled = session.isMfaRequired && !session.isMfaComplete && (await core.mfa.isEnrolled(identity.id));
-      return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock(), isTotpEnrolled), ...(token !== undefined && { token }) });
+      const flags = await certExtensionFlagsOf(core.store.db, session.authenticatorId);
+      return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock(), isTotpEnrolled, flags), ...(token !== undefined && { token }) });
     },
   });
 
@@ -205,4 +209,53 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       },
     });
   }
+  const extendBody = Type.Object(
+    { clientCertCsr: Type.String({ minLength: 1, maxLength: MAX_CSR_PEM, description: 'PEM CSR for the new certificate; a new key rolls the key' }) },
+    { title: 'identityExtendEnrollmentRequest' },
+  );
+  const extendVerifyBody = Type.Object(
+    { clientCert: Type.String({ minLength: 1, maxLength: 2 * MAX_CERT_PEM, description: 'the PEM certificate the extension answered' }) },
+    { title: 'identityExtendValidateEnrollmentRequest' },
+  );
+  const extendedCerts = dataEnvelopeSchema(
+    Type.Object(
+      {
+        ca: Type.String({ description: 'the PEM CA certificates to trust' }),
+        clientCert: Type.String({ description: 'the new PEM client certificate and the signing CA' }),
+      },
+      { title: 'identityExtendCerts' },
+    ),
+    'identityExtendEnrollmentEnvelope',
+  );
+
+  app.post('/current-identity/authenticators/:id/extend', {
+    config: { auth: SESSION },
+    schema: { operationId: 'extendCurrentIdentityAuthenticator', tags: ctags, params: IdParams, body: extendBody, response: { 200: extendedCerts } },
+    handler: async (request) => {
+      const { identity, session } = principalOf(request);
+      const extended = await core.certificateExtension.extend({
+        identityId: identity.id,
+        sessionAuthenticatorId: session.authenticatorId,
+        authenticatorId: request.params.id,
+        peerCertificate: peerCertificate(request),
+        csrPem: request.body.clientCertCsr,
+      });
+      return envelope(extended);
+    },
+  });
+
+  app.post('/current-identity/authenticators/:id/extend-verify', {
+    config: { auth: SESSION },
+    schema: {
+      operationId: 'extendVerifyCurrentIdentityAuthenticator',
+      tags: ctags,
+      params: IdParams,
+      body: extendVerifyBody,
+      response: { 200: EmptySchema },
+    },
+    handler: async (request) => {
+      await core.certificateExtension.verify(principalOf(request).identity.id, request.params.id, request.body.clientCert);
+      return envelope(EMPTY);
+    },
+  });
 }

@@ -40,7 +40,14 @@ export { pkcs7CertsOnly } from './pkcs7.js';
 export { issuedBy, signedBy, validAt, verifyChain, type TrustAnchor, type VerifiedChain } from './chain.js';
 export { writeFileAtomic } from './files.js';
 export { importSigningKey, parseEcPrivateKey, randomSerialNumber } from './issue.js';
-export { createClientCertificate, identitySpiffeId, CLIENT_VALIDITY_YEARS, type Issuer } from './issue.js';
+export {
+  apiSessionCertificateSpiffeId,
+  createClientCertificate,
+  identitySpiffeId,
+  CLIENT_VALIDITY_YEARS,
+  type ClientCertificateOptions,
+  type Issuer,
+} from './issue.js';
 export { createRouterClientCertificate, createRouterServerCertificate, routerSpiffeId } from './issue.js';
 export { checkCsrPem, CsrProblem, MAX_CSR_PEM, type CheckedCsr } from './csr.js';
 export { LOOPBACK_HOSTS, serverNames, type ServerNames } from './hosts.js';

@@ -216,6 +216,22 @@ export function routerSpiffeId(trustDomain: string, routerId: string): string {
 }
 
 /**
+ * The SPIFFE id of a certificate an API session had signed: it names the identity, the session and
+ * the certificate, so a peer can tell it from the identity's own long-lived one.
+ */
+export function apiSessionCertificateSpiffeId(trustDomain: string, identityId: string, apiSessionId: string, certificateId: string): string {
+  const part = encodeURIComponent;
+  return `${identitySpiffeId(trustDomain, identityId)}/apiSession/${part(apiSessionId)}/apiSessionCertificate/${part(certificateId)}`;
+}
+
+export interface ClientCertificateOptions {
+  /** How long it is valid from now, ms; CLIENT_VALIDITY_YEARS without it. */
+  lifetimeMs?: number;
+  /** The SPIFFE id it carries; the identity's without it. */
+  spiffeId?: string;
+}
+
+/**
  * A client certificate for an identity, for a public key the identity holds (from its CSR): not a CA,
  * for signatures and TLS client authentication only, naming the identity by its SPIFFE id, and
  * never outliving the signing CA.
@@ -226,14 +242,16 @@ export async function createClientCertificate(
   identityId: string,
   issuer: Issuer,
   now: Date,
+  options: ClientCertificateOptions = {},
 ): Promise<{ cert: X509Certificate; certPem: string }> {
   return signLeaf({
     publicKey,
     commonName: identityId,
     usage: x509.ExtendedKeyUsage.clientAuth,
-    altNames: new x509.SubjectAlternativeNameExtension([{ type: 'url', value: identitySpiffeId(trustDomain, identityId) }]),
+    altNames: new x509.SubjectAlternativeNameExtension([{ type: 'url', value: options.spiffeId ?? identitySpiffeId(trustDomain, identityId) }]),
     issuer,
     now,
+    ...(options.lifetimeMs !== undefined ? { lifetimeMs: options.lifetimeMs } : {}),
   });
 }
 
@@ -287,13 +305,20 @@ async function signLeaf(o: {
   altNames: x509.Extension | undefined;
   issuer: Issuer;
   now: Date;
+  /** How long it is valid from now, ms; CLIENT_VALIDITY_YEARS without it. */
+  lifetimeMs?: number;
 }): Promise<{ cert: X509Certificate; certPem: string }> {
+  const cap = notAfterOf(o.issuer.cert);
+  const times =
+    o.lifetimeMs === undefined
+      ? validity(o.now, CLIENT_VALIDITY_YEARS, cap)
+      : { notBefore: truncateToSecond(new Date(o.now.getTime() - CLOCK_SKEW_MS)), notAfter: earlier(truncateToSecond(new Date(o.now.getTime() + o.lifetimeMs)), cap) };
   const cert = await x509.X509CertificateGenerator.create(
     {
       serialNumber: randomSerialNumber(),
       subject: new x509.Name([{ '2.5.4.3': [o.commonName] }]),
       issuer: subjectNameOf(o.issuer.cert),
-      ...validity(o.now, CLIENT_VALIDITY_YEARS, notAfterOf(o.issuer.cert)),
+      ...times,
       publicKey: o.publicKey,
       signingKey: o.issuer.key,
       signingAlgorithm: SIGNING_ALGORITHM,
@@ -310,4 +335,8 @@ async function signLeaf(o: {
   );
   const node = toNodeCertificate(cert);
   return { cert: node, certPem: toPem('CERTIFICATE', node.raw) };
+}
+
+function earlier(a: Date, b: Date): Date {
+  return a < b ? a : b;
 }

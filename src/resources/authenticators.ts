@@ -37,6 +37,18 @@ export const authenticators = defineResource({
     extendRequestedAt: field.datetime('when extension was requested', { readOnly: true, nullable: true }),
     lastAuthResolvedToRoot: field.boolean('the last certificate login chained to a root', { readOnly: true, default: false }),
     lastExtendRolledKeys: field.boolean('the last extension rolled keys', { readOnly: true, default: false }),
+    unverifiedCertPem: field.string('cert only: the certificate an extension issued, active once the client verifies it', {
+      readOnly: true,
+      writeOnly: true,
+      nullable: true,
+      maxLength: MAX_CERT_PEM,
+    }),
+    unverifiedFingerprint: field.string('SHA-1 fingerprint of the certificate awaiting verification', {
+      readOnly: true,
+      writeOnly: true,
+      nullable: true,
+      maxLength: MAX_NAME,
+    }),
     passwordHash: field.string('Argon2id PHC string', { readOnly: true, writeOnly: true, nullable: true, maxLength: 512 }),
     failedAttempts: field.integer('consecutive failed logins', { readOnly: true, writeOnly: true, default: 0 }),
   },

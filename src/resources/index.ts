@@ -3,6 +3,7 @@
 // migrations must produce exactly the tables these imply (test/schema.test.ts checks it).
 import type { EntityOfDef, ResourceDef } from './kit.js';
 import { apiSessions } from './api-sessions.js';
+import { apiSessionCertificates } from './api-session-certificates.js';
 import { authPolicies } from './auth-policies.js';
 import { authenticators } from './authenticators.js';
 import { identities } from './identities.js';
@@ -25,6 +26,7 @@ export const resourceDefs = [
   cas,
   authenticators,
   apiSessions,
+  apiSessionCertificates,
   mfas,
   enrollments,
   configTypes,

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { mfaRoutes } from '../mfa-routes.js';
+import { apiSessionCertificateRoutes } from './api-session-certificates.js';
 import { clientControllersRoutes } from './controllers.js';
 import { clientEnrollRoutes } from './enroll.js';
 import { clientExternalJwtSignersRoutes } from './external-jwt-signers.js';
@@ -31,4 +32,5 @@ export function clientRoutes(app: FastifyInstance, core: Core): void {
   clientSessionsRoutes(app, { flavor, sessions: model.sessions, issuerOf: issuerOfRequests(core.config.web, core.oidc.issuers) });
   clientPostureRoutes(app, { responses: model.postureResponses });
   clientEnrollRoutes(app, core);
+  apiSessionCertificateRoutes(app, { flavor, certificates: core.apiSessionCertificates, resource: core.resources.get('api-session-certificates') });
 }

@@ -71,6 +71,26 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
     },
   });
 
+  app.post('/authenticators/:id/request-extend', {
+    config: { auth: routeAuth('identity', 'update') },
+    schema: {
+      operationId: 'requestExtendAuthenticator',
+      tags: ['authenticators'],
+      params: IdParams,
+      body: Type.Object(
+        { rollKeys: Type.Optional(Type.Boolean({ description: 'the client should also make a new key' })) },
+        { title: 'requestExtendAuthenticator' },
+      ),
+      response: { 200: EmptySchema },
+    },
+    handler: async (request) => {
+      const { id } = request.params as { id: string };
+      const { rollKeys } = request.body as { rollKeys?: boolean };
+      await core.certificateExtension.request(id, rollKeys === true, actorOf(request));
+      return envelope(EMPTY);
+    },
+  });
+
   app.delete('/identities/:id/mfa', {
     config: { auth: routeAuth('identity', 'update') },
     schema: { operationId: 'removeIdentityMfa', tags: ['identities'], params: IdParams, response: { 200: EmptySchema } },

@@ -12,6 +12,7 @@ import { m0009PostureCheckVersions } from './0009-posture-check-versions.js';
 import { m0010Mfa } from './0010-mfa.js';
 import { m0011Enrollments } from './0011-enrollments.js';
 import { m0012Cas } from './0012-cas.js';
+import { m0014CertificateExtension } from './0014-certificate-extension.js';
 import { m0015EdgeRouterEnrollment } from './0015-edge-router-enrollment.js';
 
 export const migrations: readonly StoreMigration[] = [
@@ -27,5 +28,6 @@ export const migrations: readonly StoreMigration[] = [
   m0010Mfa,
   m0011Enrollments,
   m0012Cas,
+  m0014CertificateExtension,
   m0015EdgeRouterEnrollment,
 ];
