@@ -36,8 +36,12 @@ describe('parseCompact', () => {
     ['a fourth part', `${HEADER}.${PAYLOAD}.c2ln.c2ln`],
     ['a trailing dot after the signature', `${HEADER}.${PAYLOAD}.c2ln.`],
     ['two parts', `${HEADER}.${PAYLOAD}`],
-    ['a header not base64url', `${HEADER}+.${PAYLOAD}.c2ln`],
-    ['a payload not base64url', `${HEADER}.${PAYLOAD}/.c2ln`],
+    // Without a dot the three parts would overlap: header and payload both the token less its last character.
+    ['no dot at all', `${HEADER}A`],
+    // Padding is not base64url, though a lenient decoder would read the same header or payload.
+    ['a header not base64url', `${HEADER}=.${PAYLOAD}.c2ln`],
+    ['a payload not base64url', `${HEADER}.${PAYLOAD}=.c2ln`],
+    ['a header of the base64 alphabet', `${HEADER}+.${PAYLOAD}.c2ln`],
     ['a signature not base64url', `${HEADER}.${PAYLOAD}.c2ln=`],
     ['a header not JSON', `${Buffer.from('{"alg":').toString('base64url')}.${PAYLOAD}.c2ln`],
     ['a payload not JSON', `${HEADER}.${Buffer.from('{"sub":').toString('base64url')}.c2ln`],
@@ -77,5 +81,8 @@ describe('verifySignature', () => {
     expect(verifySignature({ ...parsed, header: { ...parsed.header, alg: 'ES256' } }, ec.publicKey)).toBe(false);
     const es = parseCompact(signCompact('ES256', ec.privateKey, HEADER, { sub: 'x' }))!;
     expect(verifySignature({ ...es, header: { ...es.header, alg: 'RS256' } }, ec.publicKey)).toBe(false);
+    // A key the check cannot use at all (node:crypto throws) is a bad signature too.
+    expect(verifySignature(es, generateKeyPairSync('x25519').publicKey)).toBe(false);
+    expect(verifySignature(es, generateKeyPairSync('ed25519').publicKey)).toBe(false);
   });
 });
