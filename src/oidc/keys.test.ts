@@ -59,6 +59,7 @@ describe('SigningKeys', () => {
     expect(again.current.kid).toBe(first.current.kid);
     expect(again.current.createdAt).toBe(T0);
     expect(again.current.publicJwk).toEqual(first.current.publicJwk);
+    expect(again.get(first.current.kid)).toBe(again.current);
     const before = Date.now();
     const made = await SigningKeys.open(dir());
     expect(made.current.createdAt).toBeGreaterThanOrEqual(before - 1);
