@@ -88,6 +88,8 @@ function versionParts(v: string): number[] {
 function compareVersions(a: string, b: string): number {
   const x = versionParts(a);
   const y = versionParts(b);
+  // Stryker: one step past the end compares 0 with 0, and d is not 0 where its sign is asked, so
+  // `<=` in either place answers the same.
   for (let i = 0; i < Math.max(x.length, y.length); i++) {
     const d = (x[i] ?? 0) - (y[i] ?? 0);
     if (d !== 0) return d < 0 ? -1 : 1;
@@ -102,9 +104,13 @@ function compareVersions(a: string, b: string): number {
  */
 export function versionSatisfies(version: string, spec: string): boolean {
   return spec.split('||').some((alternative) => {
+    // Stryker: trimming, splitting on runs of spaces and dropping empty terms overlap: any two of them
+    // leave no empty term, and an empty term would fail the pattern below anyway.
     const terms = alternative.trim().split(/\s+/).filter((t) => t !== '');
     if (terms.length === 0) return false;
     return terms.every((term) => {
+      // Stryker: `(.+)` takes the rest of any non-empty term, so the anchors change nothing and the
+      // pattern always matches; the test is for the type checker.
       const m = /^(>=|<=|==|!=|>|<|=)?\s*(.+)$/.exec(term);
       if (!m) return false;
       const c = compareVersions(version, m[2]!);
@@ -126,6 +132,7 @@ export function versionSatisfies(version: string, spec: string): boolean {
   });
 }
 
+// Stryker: both sides of every comparison go through it, so upper case would compare the same.
 const lower = (s: string) => s.toLowerCase();
 /** A MAC address or certificate fingerprint compared without case and separators. */
 const hexKey = (s: string) => s.toLowerCase().replace(/[^0-9a-f]/g, '');
