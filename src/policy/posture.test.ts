@@ -119,6 +119,8 @@ describe('checkPasses', () => {
     ['OS: a posture without an OS', OS, facts(posture()), false],
     ['OS: one of several versions', check('OS', { operatingSystems: [{ type: 'Linux', versions: ['<6', '>=6.8'] }] }), facts(posture({ os: reported({ type: 'Linux', version: '6.9', build: '' }) })), true],
     ['DOMAIN: no posture at all', DOMAIN, facts(undefined), false],
+    // Compared in lower case: ß is not ss (in upper case both would be SS).
+    ['DOMAIN: ß is not ss', check('DOMAIN', { domains: ['straße.example'] }), facts(posture({ domain: reported({ domain: 'STRASSE.example' }) })), false],
     ['MAC: no posture at all', MAC, facts(undefined), false],
     ['PROCESS: no posture at all', PROCESS_PLAIN, facts(undefined), false],
     ['PROCESS: a check without its process', check('PROCESS', {}), facts(posture({ processes: [['/usr/bin/agent', true]] })), false],

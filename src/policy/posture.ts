@@ -132,7 +132,6 @@ export function versionSatisfies(version: string, spec: string): boolean {
   });
 }
 
-// Stryker: both sides of every comparison go through it, so upper case would compare the same.
 const lower = (s: string) => s.toLowerCase();
 /** A MAC address or certificate fingerprint compared without case and separators. */
 const hexKey = (s: string) => s.toLowerCase().replace(/[^0-9a-f]/g, '');
