@@ -134,6 +134,8 @@ describe('checkPasses', () => {
     ['PROCESS: an empty hash list asks for none', check('PROCESS', { process: { osType: 'Linux', path: '/a', hashes: [] } }), facts(posture({ processes: [['/a', true, 'beef']] })), true],
     ['PROCESS: one of several hashes', check('PROCESS', { process: { osType: 'Linux', path: '/a', hashes: ['0000', 'BEEF'] } }), facts(posture({ processes: [['/a', true, 'beef']] })), true],
     ['PROCESS_MULTI: an empty list never passes', check('PROCESS_MULTI', { semantic: 'AllOf', processes: [] }), facts(posture()), false],
+    ['OS: a check listing no systems', check('OS', {}), facts(posture({ os: reported({ type: 'Linux', version: '6.8', build: '' }) })), false],
+    ['MFA: a check without a timeout never times out', check('MFA', {}), facts(posture(), { isMfaComplete: true, passedAt: NOW - 60_000 }), true],
     ['MFA: completed, nothing reported', MFA_TIMED, facts(undefined, { isMfaComplete: true, passedAt: NOW - 1_000 }), true],
     ['MFA: a timeout of 0 is over at once', check('MFA', { timeoutSeconds: 0 }), facts(posture(), { isMfaComplete: true, passedAt: NOW - 1 }), false],
     ['MFA: woken as it passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 2_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
@@ -179,6 +181,10 @@ describe('postureQuery', () => {
     // Other kinds, and process checks missing their processes, name no process.
     expect(postureQuery(DOMAIN, facts(posture()))).toEqual({ id: 'pc-DOMAIN', typeId: 'DOMAIN', queryType: 'DOMAIN', isPassing: false, timeout: -1, timeoutRemaining: -1 });
     expect(postureQuery(check('PROCESS', {}), facts(posture()))).not.toHaveProperty('process');
+    expect(postureQuery(check('MFA', {}), facts(posture()))).toMatchObject({ timeout: -1, timeoutRemaining: -1 });
+    // Fields of another kind, had a check kept them, are not shown either.
+    const stray = check('DOMAIN', { domains: [], process: PROCESS.process, processes: MULTI_ALL.processes });
+    expect(Object.keys(postureQuery(stray, facts(posture()))).sort()).toEqual(['id', 'isPassing', 'queryType', 'timeout', 'timeoutRemaining', 'typeId']);
     expect(postureQuery(check('PROCESS_MULTI', {}), facts(posture()))).not.toHaveProperty('processes');
     expect(postureQuery(PROCESS, facts(posture()))).toEqual({
       id: 'pc-PROCESS',
@@ -222,6 +228,10 @@ describe('checkFailureValues', () => {
       ],
     });
     expect(checkFailureValues(check('OS', {}), facts(undefined))).toEqual({ postureCheckType: 'OS', actualValue: { type: '', version: '' }, expectedValue: [] });
+    // A posture without the value asked for shows it empty too.
+    expect(checkFailureValues(DOMAIN, facts(posture()))).toMatchObject({ actualValue: '' });
+    expect(checkFailureValues(MAC, facts(posture()))).toMatchObject({ actualValue: [] });
+    expect(checkFailureValues(OS, facts(posture()))).toMatchObject({ actualValue: { type: '', version: '' } });
   });
 
   it('copies what the check asks, so a record kept cannot change the check', () => {
@@ -256,6 +266,8 @@ describe('checkFailureValues', () => {
       expectedValue: { osType: 'Linux', path: '/usr/bin/agent' },
     });
     expect(checkFailureValues(check('PROCESS', {}), facts(undefined))).toBeUndefined();
+    const server = check('PROCESS', { process: { osType: 'WindowsServer', path: 'C:\\Agent\\agent.exe' } });
+    expect(checkFailureValues(server, facts(withProcesses(at('c:\\agent\\AGENT.EXE'))))).toMatchObject({ actualValue: { path: 'c:\\agent\\AGENT.EXE', isRunning: true } });
   });
 
   it('shows the processes a PROCESS_MULTI check names, each once, with its semantic', () => {
@@ -310,6 +322,8 @@ describe('checkFailureValues', () => {
       actualValue: { timedOut: true },
     });
     expect(checkFailureValues(check('MFA', {}), facts(undefined))).toMatchObject({ criteria: { timeoutSeconds: -1, timeoutRemainingSeconds: -1 } });
+    // Any negative timeout is none, shown as -1.
+    expect(checkFailureValues(check('MFA', { timeoutSeconds: -5 }), facts(undefined))).toMatchObject({ criteria: { timeoutSeconds: -1, timeoutRemainingSeconds: -1 } });
   });
 
   it('has nothing to show for a kind it does not know', () => {

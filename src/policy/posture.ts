@@ -202,6 +202,7 @@ export function checkPasses(check: PostureCheck, facts: PostureFacts): boolean {
       return processPasses(p, want, want.signerFingerprint ? [want.signerFingerprint] : []);
     }
     case 'PROCESS_MULTI': {
+      // Stryker: a default of anything but processes could never pass, so only its emptiness is seen.
       const list = check.processes ?? [];
       if (list.length === 0) return false;
       const passes = (w: (typeof list)[number]) => processPasses(p, w, w.signerFingerprints ?? []);
@@ -320,6 +321,7 @@ function reportedProcess(posture: SessionPosture | undefined, want: { osType: st
 
 /** A process reported for the check itself, whatever its path. */
 function reportedFor(posture: SessionPosture | undefined, checkId: string): ProcessReport | undefined {
+  // Stryker: with no posture, a default of anything but reports names no check, so none is found either way.
   for (const r of posture?.processes.values() ?? []) if (r.postureCheckId === checkId) return r.value;
   return undefined;
 }
