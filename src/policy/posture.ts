@@ -386,6 +386,7 @@ export function checkFailureValues(check: PostureCheck, facts: PostureFacts): Ch
         criteria,
       };
     }
+    // Stryker: falling out of the switch answers undefined as well.
     default:
       return undefined;
   }
