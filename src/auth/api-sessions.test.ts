@@ -122,6 +122,17 @@ describe('create', () => {
 });
 
 describe('resolve', () => {
+  it('reads what the store holds of a session: its tags and certificate flags', async () => {
+    const { session, token } = await sessions.create(values());
+    await store.db
+      .updateTable('api_sessions')
+      .set({ tags: JSON.stringify({ team: 'blue' }), improper_client_cert_chain: 1 })
+      .where('id', '=', session.id)
+      .execute();
+    expect(await restarted().resolve(token)).toMatchObject({ tags: { team: 'blue' }, improperClientCertChain: true });
+  });
+
+
   it('finds the session of a token, from memory or from the store, and nothing for another token', async () => {
     const { session, token } = await sessions.create(values());
     expect(await sessions.resolve(token)).toBe(session);
@@ -331,6 +342,21 @@ describe('activity written in batches', () => {
 });
 
 describe('sweep', () => {
+  it('keeps a session active while it runs until the timeout has passed since, to the millisecond', async () => {
+    const early = await sessions.create(values());
+    const late = await sessions.create(values({ identityId: 'bob' }));
+    // Requests after the sweep's flush; the sweep looks at the time the timeout after the earlier one.
+    const sweep = sessions.sweep();
+    now = T0 + MINUTE - 1;
+    sessions.touch(early.session);
+    now = T0 + MINUTE;
+    sessions.touch(late.session);
+    now = T0 + MINUTE - 1 + TIMEOUT;
+    expect(await sweep).toBe(1);
+    expect(await row(early.session.id)).toBeUndefined();
+    expect(await row(late.session.id)).toBeDefined();
+  });
+
   it('removes sessions idle for the timeout from the store and keeps the others', async () => {
     const idle = await sessions.create(values());
     now = T0 + MINUTE;
@@ -404,6 +430,33 @@ describe('sweep', () => {
 });
 
 describe('the change feed and deletes', () => {
+  it('delete drops activity not yet written, also without the change feed and while a flush runs', async () => {
+    const alone = restarted();
+    const { session } = await alone.create(values());
+    now = T0 + MINUTE;
+    alone.touch(session);
+    expect(await alone.delete(session.id)).toBe(true);
+    expect(await alone.flush()).toBe(0);
+    const other = await sessions.create(values());
+    now = T0 + 2 * MINUTE;
+    sessions.touch(other.session);
+    expect(await Promise.all([sessions.flush(), sessions.delete(other.session.id)])).toEqual([1, true]);
+    expect(await sessions.flush()).toBe(0);
+    await alone.stop();
+  });
+
+  it('an identity deleted takes its sessions out of memory, and only its own', async () => {
+    const alices = await sessions.create(values());
+    const bobs = await sessions.create(values({ identityId: 'bob' }));
+    sessions.onChange({ collection: 'mfas', kind: 'delete', id: 'alice' });
+    sessions.onChange({ collection: 'identities', kind: 'update', id: 'alice' });
+    expect(sessions.cached(alices.session.id)).toBe(alices.session);
+    sessions.onChange({ collection: 'identities', kind: 'delete', id: 'alice' });
+    expect(sessions.cached(alices.session.id)).toBeUndefined();
+    expect(sessions.cached(bobs.session.id)).toBe(bobs.session);
+  });
+
+
   it('delete removes a session from the store and memory; a second delete answers false', async () => {
     const { session, token } = await sessions.create(values());
     sessions.hold(session.id, T0 + 2 * TIMEOUT);
@@ -515,6 +568,13 @@ describe('memory bounds', () => {
     expect(again?.id).toBe(a.session.id);
     expect(small.cached(b.session.id)).toBeUndefined();
     expect((await small.resolve(b.token))?.id).toBe(b.session.id);
+    // The token index follows the cache: a dropped session's token is not kept either.
+    const byHash = (small as unknown as { byHash: Map<string, string> }).byHash;
+    expect([...byHash.values()]).toEqual([b.session.id]);
+  });
+
+  it('is named as the cache registry knows it', () => {
+    expect(sessions.name).toBe('api-sessions');
   });
 });
 

@@ -30,6 +30,7 @@ describe('allows', () => {
     ['group grants delete', user('identity'), 'identity', 'delete', true],
     ['group does not grant another group', user('identity'), 'auth-policy', 'read', false],
     ['group does not grant admin-only records', user('identity'), null, 'read', false],
+    ['a permission spelt "null" does not grant admin-only records', user('null', 'null.delete'), null, 'delete', false],
     ['group.read grants read', user('identity.read'), 'identity', 'read', true],
     ['group.read does not grant update', user('identity.read'), 'identity', 'update', false],
     ['group.create grants create only', user('identity.create'), 'identity', 'create', true],

@@ -21,6 +21,8 @@ describe('SecretBox', () => {
     const path = join(d, SECRET_KEY_FILE);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(Buffer.from(readFileSync(path, 'utf8').trim(), 'base64')).toHaveLength(32);
+    // One line of base64, as a text file should be.
+    expect(readFileSync(path, 'utf8')).toMatch(/^[A-Za-z0-9+/]{43}=\n$/);
     const sealed = first.seal('JBSWY3DPEHPK3PXP', 'mfa-1');
     const again = await SecretBox.open(d);
     expect(again.open(sealed, 'mfa-1')).toBe('JBSWY3DPEHPK3PXP');
@@ -60,10 +62,36 @@ describe('SecretBox', () => {
     expect(box.digest('1ABC', 'mfa')).not.toBe(box.digest('ABC', 'mfa1'));
   });
 
+  it('opens what an earlier start sealed, and digests as it did (AES-256-GCM and HMAC-SHA-256 under HKDF keys)', () => {
+    // Made with the key of 32 bytes 0x07; the layout is v1.<iv 12 bytes | ciphertext | tag 16 bytes>.
+    const box = new SecretBox(Buffer.alloc(32, 7));
+    expect(box.open('v1._5zgMPjDg5M-2qMqDJJBK-ZyTilq5Jzb2kfvDF_mO6ySmdG0rfoyi8YU9D4', 'mfa-1')).toBe('JBSWY3DPEHPK3PXP');
+    expect(box.digest('ABC234', 'mfa-1')).toBe('sVxAIk9TZfTqH563SVHLZ5Vd9gNYmFkmccH0r1MCh4A');
+  });
+
+  it('seals and opens an empty text (a value of IV and tag only)', () => {
+    const box = new SecretBox(Buffer.alloc(32, 7));
+    const sealed = box.seal('', 'mfa-1');
+    expect(Buffer.from(sealed.slice(3), 'base64url')).toHaveLength(12 + 16);
+    expect(box.open(sealed, 'mfa-1')).toBe('');
+    // One byte short of IV and tag is not a sealed value.
+    const short = Buffer.from(sealed.slice(3), 'base64url').subarray(1).toString('base64url');
+    expect(() => box.open(`v1.${short}`, 'mfa-1')).toThrow('not a sealed value');
+    expect(() => box.open('v1', 'mfa-1')).toThrow('not a sealed value');
+    expect(() => box.open('v2.AAAA', 'mfa-1')).toThrow('not a sealed value');
+    // Another version is refused before its body is read, sound as the body may be.
+    expect(() => box.open(`v2.${sealed.slice(3)}`, 'mfa-1')).toThrow('not a sealed value');
+  });
+
+  it('does not make a key where the data directory is missing', async () => {
+    const missing = join(dir(), 'no-such-dir');
+    await expect(SecretBox.open(missing)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('refuses a key file that does not hold 32 bytes', async () => {
     const d = dir();
     writeFileSync(join(d, SECRET_KEY_FILE), Buffer.alloc(16).toString('base64'));
-    await expect(SecretBox.open(d)).rejects.toThrow(/32-byte key/);
-    expect(() => new SecretBox(Buffer.alloc(31))).toThrow(/32 bytes/);
+    await expect(SecretBox.open(d)).rejects.toThrow(`${join(d, SECRET_KEY_FILE)} does not hold a 32-byte key`);
+    expect(() => new SecretBox(Buffer.alloc(31))).toThrow('the secret key must be 32 bytes');
   });
 });

@@ -39,11 +39,15 @@ export class SecretBox {
         await file.writeFile(randomBytes(KEY_BYTES).toString('base64') + '\n');
         await file.sync();
       } finally {
+        // Stryker: a descriptor left open cannot be seen by a test.
         await file.close();
       }
     } catch (err) {
+      // Stryker: an error other than EEXIST (no such directory, a write that failed) also fails the
+      // read below, so passing it on only keeps its first cause.
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
+    // Stryker: base64 decoding skips the newline too; the trim says what is meant.
     const key = Buffer.from((await readFile(path, 'utf8')).trim(), 'base64');
     if (key.length !== KEY_BYTES) throw new Error(`${path} does not hold a ${KEY_BYTES}-byte key`);
     return new SecretBox(key);
@@ -53,6 +57,7 @@ export class SecretBox {
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.sealKey, iv);
     cipher.setAAD(Buffer.from(context));
+    // Stryker: UTF-8 is also what update takes a string as when no encoding is named.
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return `${VERSION}.${Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')}`;
   }

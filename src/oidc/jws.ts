@@ -45,6 +45,8 @@ export function parseCompact(token: string): ParsedJws | undefined {
   if (token.length > MAX_JWS_LENGTH) return undefined;
   const first = token.indexOf('.');
   const second = token.indexOf('.', first + 1);
+  // Stryker: an empty part, or a dot after the second, also fails B64URL below, so only the whole test
+  // is seen: it refuses a token without two dots, whose parts would otherwise overlap.
   if (first <= 0 || second <= first + 1 || second === token.length - 1 || token.indexOf('.', second + 1) !== -1) return undefined;
   const h = token.slice(0, first);
   const p = token.slice(first + 1, second);
@@ -56,6 +58,7 @@ export function parseCompact(token: string): ParsedJws | undefined {
     header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
     payload = JSON.parse(Buffer.from(p, 'base64url').toString('utf8'));
   } catch {
+    // Stryker: falling through leaves the header undefined, which the object test below refuses.
     return undefined;
   }
   if (!isObject(header) || !isObject(payload)) return undefined;
@@ -73,6 +76,8 @@ export function parseCompact(token: string): ParsedJws | undefined {
 /** Whether the signature of a parsed JWS is that of `key` under the header's algorithm. */
 export function verifySignature(parsed: ParsedJws, key: KeyObject): boolean {
   const alg = parsed.header.alg;
+  // Stryker: node:crypto also refuses an r | s signature of another length (false, or a throw caught
+  // below); this is the cheaper refusal.
   if (alg === 'ES256' && parsed.signature.length !== 64) return false;
   try {
     return verify('sha256', Buffer.from(parsed.signingInput), signOptions(alg, key), parsed.signature);

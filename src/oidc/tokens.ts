@@ -113,6 +113,7 @@ export class TokenIssuer {
       exp: now + Math.floor(this.durations.idTokenDuration / 1000),
       iat: now,
       auth_time: authTime,
+      // Stryker: JSON leaves out an undefined nonce as well, so the token is the same either way.
       ...(s.nonce !== undefined ? { nonce: s.nonce } : {}),
       amr: s.amr,
       name: s.name,

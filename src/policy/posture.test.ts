@@ -1,8 +1,9 @@
 // The pure posture evaluation (src/policy/posture.ts), table-driven: each kind of check against
-// reported data, version constraints, a policy passing only when all its checks pass, and the
-// posture queries of client service answers.
+// reported data, version constraints, a policy passing only when all its checks pass, the
+// posture queries of client service answers, and what a failing check saw beside what it asks.
 import { describe, expect, it } from 'vitest';
 import {
+  checkFailureValues,
   checkPasses,
   evaluatePolicy,
   postureQuery,
@@ -56,6 +57,12 @@ describe('versionSatisfies', () => {
     ['v13.5', '=13.5.0', true],
     ['abc', '1', false],
     ['1', '', false],
+    ['  14.1 ', '14.1', true],
+    ['1.v2', '1.0', true],
+    ['10.rc1', '10.0', true],
+    ['13.4', '<=13.4.1', true],
+    ['13.5', '<=13.4.1', false],
+    ['5.4', '!=5.3', true],
   ])('%s against %s: %s', (version, spec, expected) => {
     expect(versionSatisfies(version, spec)).toBe(expected);
   });
@@ -109,6 +116,29 @@ describe('checkPasses', () => {
     ['MFA: woken before it passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 3_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
     ['MFA: woken, not asked to prompt', MFA, facts(posture({ endpointState: { wokenAt: NOW } }), { isMfaComplete: true }), true],
     ['an unknown kind never passes', check('RETINA', {}), facts(posture()), false],
+    ['OS: a posture without an OS', OS, facts(posture()), false],
+    ['OS: one of several versions', check('OS', { operatingSystems: [{ type: 'Linux', versions: ['<6', '>=6.8'] }] }), facts(posture({ os: reported({ type: 'Linux', version: '6.9', build: '' }) })), true],
+    ['DOMAIN: no posture at all', DOMAIN, facts(undefined), false],
+    // Compared in lower case: ß is not ss (in upper case both would be SS).
+    ['DOMAIN: ß is not ss', check('DOMAIN', { domains: ['straße.example'] }), facts(posture({ domain: reported({ domain: 'STRASSE.example' }) })), false],
+    ['MAC: no posture at all', MAC, facts(undefined), false],
+    ['PROCESS: no posture at all', PROCESS_PLAIN, facts(undefined), false],
+    ['PROCESS: a check without its process', check('PROCESS', {}), facts(posture({ processes: [['/usr/bin/agent', true]] })), false],
+    ['PROCESS: another path on Windows', PROCESS, facts(posture({ processes: [['C:\\Agent\\other.exe', true, 'abcd', ['aabb']]] })), false],
+    [
+      'PROCESS: Windows Server paths without case',
+      check('PROCESS', { process: { osType: 'WindowsServer', path: 'C:\\Agent\\agent.exe' } }),
+      facts(posture({ processes: [['c:\\agent\\AGENT.EXE', true]] })),
+      true,
+    ],
+    ['PROCESS: an empty hash list asks for none', check('PROCESS', { process: { osType: 'Linux', path: '/a', hashes: [] } }), facts(posture({ processes: [['/a', true, 'beef']] })), true],
+    ['PROCESS: one of several hashes', check('PROCESS', { process: { osType: 'Linux', path: '/a', hashes: ['0000', 'BEEF'] } }), facts(posture({ processes: [['/a', true, 'beef']] })), true],
+    ['PROCESS_MULTI: an empty list never passes', check('PROCESS_MULTI', { semantic: 'AllOf', processes: [] }), facts(posture()), false],
+    ['OS: a check listing no systems', check('OS', {}), facts(posture({ os: reported({ type: 'Linux', version: '6.8', build: '' }) })), false],
+    ['MFA: a check without a timeout never times out', check('MFA', {}), facts(posture(), { isMfaComplete: true, passedAt: NOW - 60_000 }), true],
+    ['MFA: completed, nothing reported', MFA_TIMED, facts(undefined, { isMfaComplete: true, passedAt: NOW - 1_000 }), true],
+    ['MFA: a timeout of 0 is over at once', check('MFA', { timeoutSeconds: 0 }), facts(posture(), { isMfaComplete: true, passedAt: NOW - 1 }), false],
+    ['MFA: woken as it passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 2_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
   ])('%s', (_name, c, f, expected) => {
     expect(checkPasses(c, f)).toBe(expected);
   });
@@ -146,7 +176,16 @@ describe('postureQuery', () => {
       promptOnWake: true,
       promptOnUnlock: true,
     });
-    expect(postureQuery(MFA, facts(posture()))).toMatchObject({ isPassing: false, timeout: -1, timeoutRemaining: -1 });
+    expect(postureQuery(MFA, facts(posture()))).toMatchObject({ isPassing: false, timeout: -1, timeoutRemaining: -1, promptOnWake: false, promptOnUnlock: false });
+    expect(postureQuery(check('MFA', { timeoutSeconds: 0 }), facts(posture(), { isMfaComplete: true }))).toMatchObject({ isPassing: false, timeout: 0, timeoutRemaining: 0 });
+    // Other kinds, and process checks missing their processes, name no process.
+    expect(postureQuery(DOMAIN, facts(posture()))).toEqual({ id: 'pc-DOMAIN', typeId: 'DOMAIN', queryType: 'DOMAIN', isPassing: false, timeout: -1, timeoutRemaining: -1 });
+    expect(postureQuery(check('PROCESS', {}), facts(posture()))).not.toHaveProperty('process');
+    expect(postureQuery(check('MFA', {}), facts(posture()))).toMatchObject({ timeout: -1, timeoutRemaining: -1 });
+    // Fields of another kind, had a check kept them, are not shown either.
+    const stray = check('DOMAIN', { domains: [], process: PROCESS.process, processes: MULTI_ALL.processes });
+    expect(Object.keys(postureQuery(stray, facts(posture()))).sort()).toEqual(['id', 'isPassing', 'queryType', 'timeout', 'timeoutRemaining', 'typeId']);
+    expect(postureQuery(check('PROCESS_MULTI', {}), facts(posture()))).not.toHaveProperty('processes');
     expect(postureQuery(PROCESS, facts(posture()))).toEqual({
       id: 'pc-PROCESS',
       typeId: 'PROCESS',
@@ -160,5 +199,134 @@ describe('postureQuery', () => {
       { osType: 'Linux', path: '/usr/bin/a' },
       { osType: 'Linux', path: '/usr/bin/b' },
     ]);
+  });
+});
+
+describe('checkFailureValues', () => {
+  const os = reported({ type: 'Windows', version: '10.0.17763', build: '1' });
+
+  it('shows what a DOMAIN, MAC or OS check asked for beside what was reported, empty when nothing was', () => {
+    expect(checkFailureValues(DOMAIN, facts(posture({ domain: reported({ domain: 'home' }) })))).toEqual({
+      postureCheckType: 'DOMAIN',
+      actualValue: 'home',
+      expectedValue: ['corp.example', 'lab.example'],
+    });
+    expect(checkFailureValues(DOMAIN, facts(undefined))).toEqual({ postureCheckType: 'DOMAIN', actualValue: '', expectedValue: ['corp.example', 'lab.example'] });
+    expect(checkFailureValues(check('DOMAIN', {}), facts(undefined))).toEqual({ postureCheckType: 'DOMAIN', actualValue: '', expectedValue: [] });
+    expect(checkFailureValues(MAC, facts(posture({ mac: reported({ addresses: ['11:22:33:44:55:66'] }) })))).toEqual({
+      postureCheckType: 'MAC',
+      actualValue: ['11:22:33:44:55:66'],
+      expectedValue: ['0a:1b:2c:3d:4e:5f', 'AA-BB-CC-DD-EE-FF'],
+    });
+    expect(checkFailureValues(check('MAC', {}), facts(undefined))).toEqual({ postureCheckType: 'MAC', actualValue: [], expectedValue: [] });
+    expect(checkFailureValues(OS, facts(posture({ os })))).toEqual({
+      postureCheckType: 'OS',
+      actualValue: { type: 'Windows', version: '10.0.17763' },
+      expectedValue: [
+        { type: 'Windows', versions: ['>=10.0.19041'] },
+        { type: 'macOS', versions: [] },
+      ],
+    });
+    expect(checkFailureValues(check('OS', {}), facts(undefined))).toEqual({ postureCheckType: 'OS', actualValue: { type: '', version: '' }, expectedValue: [] });
+    // A posture without the value asked for shows it empty too.
+    expect(checkFailureValues(DOMAIN, facts(posture()))).toMatchObject({ actualValue: '' });
+    expect(checkFailureValues(MAC, facts(posture()))).toMatchObject({ actualValue: [] });
+    expect(checkFailureValues(OS, facts(posture()))).toMatchObject({ actualValue: { type: '', version: '' } });
+  });
+
+  it('copies what the check asks, so a record kept cannot change the check', () => {
+    const values = checkFailureValues(DOMAIN, facts(undefined)) as { expectedValue: string[] };
+    values.expectedValue.push('x');
+    expect(DOMAIN.domains).toEqual(['corp.example', 'lab.example']);
+    const multi = checkFailureValues(MULTI_ALL, facts(undefined)) as { expectedValue: unknown[] };
+    expect(multi.expectedValue).toEqual(MULTI_ALL.processes);
+    expect(multi.expectedValue).not.toBe(MULTI_ALL.processes);
+    const single = checkFailureValues(PROCESS, facts(undefined)) as { expectedValue: unknown };
+    expect(single.expectedValue).toEqual(PROCESS.process);
+    expect(single.expectedValue).not.toBe(PROCESS.process);
+  });
+
+  it('shows the process a PROCESS check names (without case on Windows), else one reported for the check, else none running', () => {
+    const at = (path: string, checkId = 'x') => ({ postureCheckId: checkId, lastUpdatedAt: NOW, value: { path, isRunning: true, hash: 'beef', signerFingerprints: ['cc'] } });
+    const withProcesses = (...list: ReturnType<typeof at>[]) => ({ ...posture(), processes: new Map(list.map((r) => [r.value.path, r])) });
+    expect(checkFailureValues(PROCESS, facts(withProcesses(at('/other'), at('c:\\AGENT\\agent.exe'))))).toMatchObject({
+      postureCheckType: 'PROCESS',
+      actualValue: { path: 'c:\\AGENT\\agent.exe', isRunning: true, hash: 'beef', signerFingerprints: ['cc'] },
+    });
+    // Outside Windows a path of another case is another process; one reported for the check is shown.
+    expect(checkFailureValues(PROCESS_PLAIN, facts(withProcesses(at('/usr/bin/Agent'), at('/opt/agent', 'pc-PROCESS'))))).toMatchObject({
+      actualValue: { path: '/opt/agent', isRunning: true },
+    });
+    expect(checkFailureValues(PROCESS_PLAIN, facts(withProcesses(at('/usr/bin/Agent'))))).toMatchObject({
+      actualValue: { isRunning: false, hash: '', signerFingerprints: [] },
+    });
+    expect(checkFailureValues(PROCESS_PLAIN, facts(undefined))).toEqual({
+      postureCheckType: 'PROCESS',
+      actualValue: { isRunning: false, hash: '', signerFingerprints: [] },
+      expectedValue: { osType: 'Linux', path: '/usr/bin/agent' },
+    });
+    expect(checkFailureValues(check('PROCESS', {}), facts(undefined))).toBeUndefined();
+    const server = check('PROCESS', { process: { osType: 'WindowsServer', path: 'C:\\Agent\\agent.exe' } });
+    expect(checkFailureValues(server, facts(withProcesses(at('c:\\agent\\AGENT.EXE'))))).toMatchObject({ actualValue: { path: 'c:\\agent\\AGENT.EXE', isRunning: true } });
+  });
+
+  it('shows the processes a PROCESS_MULTI check names, each once, with its semantic', () => {
+    const same = check('PROCESS_MULTI', {
+      semantic: 'AnyOf',
+      processes: [
+        { osType: 'Linux', path: '/usr/bin/a' },
+        { osType: 'Linux', path: '/usr/bin/a', hashes: ['ff'] },
+        { osType: 'Linux', path: '/usr/bin/c' },
+      ],
+    });
+    const p = posture({ processes: [['/usr/bin/a', true, 'ab', ['x']], ['/usr/bin/b', false]] });
+    expect(checkFailureValues(same, facts(p))).toEqual({
+      postureCheckType: 'PROCESS_MULTI',
+      actualValue: [{ path: '/usr/bin/a', isRunning: true, hash: 'ab', signerFingerprints: ['x'] }],
+      expectedValue: same.processes,
+      semantic: 'AnyOf',
+    });
+    expect(checkFailureValues(MULTI_ALL, facts(p))).toMatchObject({
+      actualValue: [{ path: '/usr/bin/a' }, { path: '/usr/bin/b', isRunning: false }],
+      semantic: 'AllOf',
+    });
+    expect(checkFailureValues(check('PROCESS_MULTI', { processes: [] }), facts(undefined))).toMatchObject({ actualValue: [], semantic: 'AllOf' });
+    expect(checkFailureValues(check('PROCESS_MULTI', {}), facts(undefined))).toBeUndefined();
+  });
+
+  it('shows the conditions of an MFA check with its times', () => {
+    const f = facts(posture({ endpointState: { wokenAt: NOW - 1_000, unlockedAt: NOW - 5_000 } }), { isMfaComplete: true, passedAt: NOW - 100_000 });
+    expect(checkFailureValues(MFA_TIMED, f)).toEqual({
+      postureCheckType: 'MFA',
+      actualValue: { passedMfa: true, passedOnUnlock: false, passedOnWake: false, timedOut: false },
+      expectedValue: { passedMfa: true, passedOnUnlock: true, passedOnWake: true, timedOut: false },
+      criteria: {
+        passedMfaAt: new Date(NOW - 100_000).toISOString(),
+        wokenAt: new Date(NOW - 1_000).toISOString(),
+        unlockedAt: new Date(NOW - 5_000).toISOString(),
+        timeoutSeconds: 300,
+        timeoutRemainingSeconds: 200,
+      },
+    });
+    // Never passed, nothing reported, no timeout: times left out, -1 for the timeout.
+    expect(checkFailureValues(MFA, facts(undefined))).toEqual({
+      postureCheckType: 'MFA',
+      actualValue: { passedMfa: false, passedOnUnlock: true, passedOnWake: true, timedOut: true },
+      expectedValue: { passedMfa: true, passedOnUnlock: false, passedOnWake: false, timedOut: false },
+      criteria: { timeoutSeconds: -1, timeoutRemainingSeconds: -1 },
+    });
+    // With a timeout but never passed: none remains. Passed long ago: none remains either.
+    expect(checkFailureValues(MFA_TIMED, facts(posture())) as { criteria: unknown }).toMatchObject({ criteria: { timeoutSeconds: 300, timeoutRemainingSeconds: 0 } });
+    expect(checkFailureValues(check('MFA', { timeoutSeconds: 0 }), facts(posture(), { isMfaComplete: true, passedAt: NOW - 1_000 }))).toMatchObject({
+      criteria: { timeoutSeconds: 0, timeoutRemainingSeconds: 0 },
+      actualValue: { timedOut: true },
+    });
+    expect(checkFailureValues(check('MFA', {}), facts(undefined))).toMatchObject({ criteria: { timeoutSeconds: -1, timeoutRemainingSeconds: -1 } });
+    // Any negative timeout is none, shown as -1.
+    expect(checkFailureValues(check('MFA', { timeoutSeconds: -5 }), facts(undefined))).toMatchObject({ criteria: { timeoutSeconds: -1, timeoutRemainingSeconds: -1 } });
+  });
+
+  it('has nothing to show for a kind it does not know', () => {
+    expect(checkFailureValues(check('RETINA', {}), facts(posture()))).toBeUndefined();
   });
 });

@@ -88,6 +88,8 @@ function versionParts(v: string): number[] {
 function compareVersions(a: string, b: string): number {
   const x = versionParts(a);
   const y = versionParts(b);
+  // Stryker: one step past the end compares 0 with 0, and d is not 0 where its sign is asked, so
+  // `<=` in either place answers the same.
   for (let i = 0; i < Math.max(x.length, y.length); i++) {
     const d = (x[i] ?? 0) - (y[i] ?? 0);
     if (d !== 0) return d < 0 ? -1 : 1;
@@ -102,9 +104,13 @@ function compareVersions(a: string, b: string): number {
  */
 export function versionSatisfies(version: string, spec: string): boolean {
   return spec.split('||').some((alternative) => {
+    // Stryker: trimming, splitting on runs of spaces and dropping empty terms overlap: any two of them
+    // leave no empty term, and an empty term would fail the pattern below anyway.
     const terms = alternative.trim().split(/\s+/).filter((t) => t !== '');
     if (terms.length === 0) return false;
     return terms.every((term) => {
+      // Stryker: `(.+)` takes the rest of any non-empty term, so the anchors change nothing and the
+      // pattern always matches; the test is for the type checker.
       const m = /^(>=|<=|==|!=|>|<|=)?\s*(.+)$/.exec(term);
       if (!m) return false;
       const c = compareVersions(version, m[2]!);
@@ -196,6 +202,7 @@ export function checkPasses(check: PostureCheck, facts: PostureFacts): boolean {
       return processPasses(p, want, want.signerFingerprint ? [want.signerFingerprint] : []);
     }
     case 'PROCESS_MULTI': {
+      // Stryker: a default of anything but processes could never pass, so only its emptiness is seen.
       const list = check.processes ?? [];
       if (list.length === 0) return false;
       const passes = (w: (typeof list)[number]) => processPasses(p, w, w.signerFingerprints ?? []);
@@ -314,6 +321,7 @@ function reportedProcess(posture: SessionPosture | undefined, want: { osType: st
 
 /** A process reported for the check itself, whatever its path. */
 function reportedFor(posture: SessionPosture | undefined, checkId: string): ProcessReport | undefined {
+  // Stryker: with no posture, a default of anything but reports names no check, so none is found either way.
   for (const r of posture?.processes.values() ?? []) if (r.postureCheckId === checkId) return r.value;
   return undefined;
 }
@@ -378,6 +386,7 @@ export function checkFailureValues(check: PostureCheck, facts: PostureFacts): Ch
         criteria,
       };
     }
+    // Stryker: falling out of the switch answers undefined as well.
     default:
       return undefined;
   }
