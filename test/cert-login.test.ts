@@ -101,6 +101,8 @@ describe('POST /authenticate?method=cert over TLS', () => {
     expect(json(me).data.id).toBe(id);
     const admin = await asAdmin(t);
     expect(json(await call(t, 'GET', `${MGMT}/api-sessions/${s.id}`, { token: admin })).data.authMethod).toBe('cert');
+    // The network's chain ends at its self-signed root.
+    expect(json(await call(t, 'GET', `${MGMT}/authenticators/${authenticatorId}`, { token: admin })).data.lastAuthResolvedToRoot).toBe(true);
   });
 
   it('without a client certificate: 401 INVALID_AUTH', async () => {
@@ -273,6 +275,25 @@ describe('the chain of a certificate login', () => {
     expect((await call(t, 'DELETE', `${MGMT}/cas/${ca.id}`, { token: admin })).statusCode).toBe(200);
     expect((await call(t, 'GET', `${MGMT}/authenticators/${authenticatorId}`, { token: admin })).statusCode).toBe(404);
     refused(await loginWith(cert));
+  });
+
+  it('records whether the last login chained to a root: a self-signed CA yes, a CA registered as an intermediate no', async () => {
+    const admin = await asAdmin(t);
+    const root = await testCa('resolved root');
+    const intermediate = await testCa('resolved intermediate', { issuer: root });
+    const results: boolean[] = [];
+    for (const [name, issuer] of [
+      ['resolved-by-root', root],
+      ['resolved-by-intermediate', intermediate],
+    ] as const) {
+      const ca = await registerCa(admin, name, issuer);
+      await verifyCa(admin, ca, issuer);
+      const cert = await testCertificate(`${name}-user`, { issuer });
+      const { authenticatorId } = await identityWith(admin, `${name}-user`, cert);
+      expect((await loginWith(cert)).statusCode).toBe(200);
+      results.push(json(await call(t, 'GET', `${MGMT}/authenticators/${authenticatorId}`, { token: admin })).data.lastAuthResolvedToRoot);
+    }
+    expect(results).toEqual([true, false]);
   });
 
   it('a verified CA with isAuthEnabled false never admits its certificates', async () => {

@@ -21,14 +21,19 @@ import { parsePemCertificates, verifyChain, type TrustAnchor } from '../pki/inde
 import type { ExternalIdClaim } from './external-id.js';
 
 /** Where a client certificate's chain led. */
+/**
+ * Where a client certificate's chain led. `resolvedToRoot`: the chain ended at a self-signed root
+ * (the network's always does; a third-party CA registered as an intermediate does not).
+ */
 export type CertificateOrigin =
-  | { kind: 'network'; improperClientCertChain: boolean }
-  | { kind: 'ca'; caId: string; externalIdClaim: ExternalIdClaim | null; improperClientCertChain: false };
+  | { kind: 'network'; improperClientCertChain: boolean; resolvedToRoot: true }
+  | { kind: 'ca'; caId: string; externalIdClaim: ExternalIdClaim | null; improperClientCertChain: false; resolvedToRoot: boolean };
 
 /** What a third-party anchor stands for. */
 interface TrustedCa {
   caId: string;
   externalIdClaim: ExternalIdClaim | null;
+  resolvedToRoot: boolean;
 }
 
 export interface NetworkAnchors {
@@ -40,6 +45,11 @@ function single(pem: string): X509Certificate {
   const [cert] = parsePemCertificates(pem);
   if (!cert) throw new Error('the network PKI has no certificate');
   return cert;
+}
+
+/** Whether a certificate is a root: it names itself as issuer and its own key verifies it. */
+function isSelfSigned(cert: X509Certificate): boolean {
+  return cert.checkIssued(cert) && cert.verify(cert.publicKey);
 }
 
 export class CertificateTrust implements Cache {
@@ -65,8 +75,8 @@ export class CertificateTrust implements Cache {
    */
   async verify(leaf: X509Certificate, presented: readonly X509Certificate[]): Promise<CertificateOrigin | undefined> {
     const now = this.clock();
-    if (verifyChain(leaf, presented, this.root, now)) return { kind: 'network', improperClientCertChain: false };
-    if (verifyChain(leaf, presented, this.rootAndSigning, now)) return { kind: 'network', improperClientCertChain: true };
+    if (verifyChain(leaf, presented, this.root, now)) return { kind: 'network', improperClientCertChain: false, resolvedToRoot: true };
+    if (verifyChain(leaf, presented, this.rootAndSigning, now)) return { kind: 'network', improperClientCertChain: true, resolvedToRoot: true };
     const found = verifyChain(leaf, presented, await this.thirdPartyAnchors(), now);
     return found ? { kind: 'ca', ...found.anchor.tag, improperClientCertChain: false } : undefined;
   }
@@ -96,7 +106,7 @@ export class CertificateTrust implements Cache {
     for (const ca of items) {
       if (ca.isVerified !== true || ca.isAuthEnabled !== true) continue;
       const [cert] = parsePemCertificates(ca.certPem);
-      if (cert) anchors.push({ cert, tag: { caId: ca.id, externalIdClaim: ca.externalIdClaim ?? null } });
+      if (cert) anchors.push({ cert, tag: { caId: ca.id, externalIdClaim: ca.externalIdClaim ?? null, resolvedToRoot: isSelfSigned(cert) } });
     }
     return anchors;
   }

@@ -228,6 +228,11 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
   if (now > Date.parse(cert.validTo) && !rules.primary.cert.allowExpiredCerts) {
     throw invalidAuth('the client certificate has expired');
   }
+  // Recorded on the authenticator when it changes (a write only then, not at every login).
+  if (authenticator && authenticator.lastAuthResolvedToRoot !== origin.resolvedToRoot) {
+    const { id } = authenticator;
+    await core.kernel.write((ctx) => ctx.update('authenticators', id, { lastAuthResolvedToRoot: origin.resolvedToRoot }, identityId));
+  }
   return { identity, authenticator, rules, improperClientCertChain: origin.improperClientCertChain };
 }
 
