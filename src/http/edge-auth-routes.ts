@@ -100,7 +100,7 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       reply.header('overlay-session', result.token).header('cache-control', 'no-store');
       expiryHeaders(core, reply, result.session);
       const isTotpEnrolled = result.session.isMfaRequired && (await core.mfa.isEnrolled(result.identity.id));
-      const flags = await certExtensionFlagsOf(core.store.db, result.session.authenticatorId);
+      const flags = await certExtensionFlagsOf(core.store.db, result.session.authMethod === 'cert' ? result.session.authenticatorId : null);
       return envelope({
         ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), isTotpEnrolled, flags),
         token: result.token,
@@ -117,7 +117,8 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       const token = presentedSessionToken(request);
       reply.header('cache-control', 'no-store');
       const isTotpEnrolled = session.isMfaRequired && !session.isMfaComplete && (await core.mfa.isEnrolled(identity.id));
-      const flags = await certExtensionFlagsOf(core.store.db, session.authenticatorId);
+      // Only a certificate authenticator is ever flagged for extension: others need no read.
+      const flags = await certExtensionFlagsOf(core.store.db, session.authMethod === 'cert' ? session.authenticatorId : null);
       return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock(), isTotpEnrolled, flags), ...(token !== undefined && { token }) });
     },
   });
