@@ -49,10 +49,26 @@ describe('readExternalId', () => {
     ['an index beyond the emails', { location: 'SAN_EMAIL', index: 3 }, 'missing'],
     ['a value that resolves to nothing', { matcher: 'PREFIX', matcherCriteria: 'device-7.example.org' }, 'missing'],
     ['a split without a separator', { parser: 'SPLIT' }, 'missing'],
+    ['a prefix matcher without a prefix', { matcher: 'PREFIX', matcherCriteria: '' }, 'missing'],
+    ['a suffix matcher without a suffix', { matcher: 'SUFFIX', matcherCriteria: '' }, 'missing'],
+    ['a scheme matcher without a scheme', { location: 'SAN_URI', matcher: 'SCHEME', matcherCriteria: '' }, 'missing'],
+    ['a scheme is at the start of a URI only', { location: 'SAN_URI', matcher: 'SCHEME', matcherCriteria: 'spiffe' }, 'missing', { commonName: 'x', uris: ['/spiffe:a'], emails: [] }],
   ])('%s', (_name, c, expected, from = names) => {
     const reading = readExternalId(claim(c), from);
     if (expected === 'missing') expect(reading.kind).toBe('missing');
     else expect(reading).toEqual(expected);
+  });
+
+  // A missing id is logged with its reason, for the operator who set the claim up.
+  it.each<[string, Partial<ExternalIdClaim>, RegExp, CertificateNames?]>([
+    ['a URI read with a prefix matcher', { location: 'SAN_URI', matcher: 'PREFIX', matcherCriteria: 'spiffe' }, /^matcher PREFIX cannot read location SAN_URI$/],
+    ['an email read with a scheme matcher', { location: 'SAN_EMAIL', matcher: 'SCHEME', matcherCriteria: 'mailto' }, /^matcher SCHEME with criteria "mailto" cannot read location SAN_EMAIL$/],
+    ['a split without a separator', { parser: 'SPLIT' }, /^parser SPLIT needs a separator$/],
+    ['an index beyond the emails', { location: 'SAN_EMAIL', index: 3 }, /^the certificate has no value 3 for the claim \(3 found\)$/],
+    ['a value that resolves to nothing', { matcher: 'PREFIX', matcherCriteria: 'device-7.example.org' }, /^the claim resolves to an empty value$/],
+  ])('says why it is missing: %s', (_name, c, reason, from = names) => {
+    const reading = readExternalId(claim(c), from);
+    expect(reading.kind === 'missing' && reading.reason).toMatch(reason);
   });
 
   it('no claim, or one emptied of its location, asks for nothing', () => {

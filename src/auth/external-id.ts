@@ -16,6 +16,7 @@ export type ExternalIdReading = { kind: 'none' } | { kind: 'found'; externalId: 
 
 /** A URI's scheme, lower-cased as URL parsers keep it; undefined when it has none. */
 function schemeOf(uri: string): string | undefined {
+  // Stryker: group 1 is always there when the expression matches, so `?.` after it changes nothing.
   return /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
 }
 
@@ -24,6 +25,7 @@ function matching(claim: ExternalIdClaim, names: CertificateNames): string[] | s
   const criteria = claim.matcherCriteria;
   if (claim.location === 'SAN_URI') {
     if (claim.matcher === 'ALL') return names.uris;
+    // Stryker: no scheme is '' (one starts with a letter), so an empty criteria matches nothing either way.
     if (claim.matcher === 'SCHEME' && criteria !== '') return names.uris.filter((u) => schemeOf(u) === criteria);
     return `matcher ${claim.matcher} cannot read location SAN_URI`;
   }
@@ -45,6 +47,7 @@ export function readExternalId(claim: ExternalIdClaim | null | undefined, names:
   if (typeof matched === 'string') return { kind: 'missing', reason: matched };
   let values: string[];
   if (claim.parser === 'NONE') values = matched;
+  // Stryker: the parser is NONE (above) or SPLIT, the only two the schema takes.
   else if (claim.parser === 'SPLIT' && claim.parserCriteria !== '') values = matched.flatMap((v) => v.split(claim.parserCriteria));
   else return { kind: 'missing', reason: `parser ${claim.parser} needs a separator` };
   const value = values[claim.index];
