@@ -204,12 +204,7 @@ export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resourc
       if (!(expiresAt > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', next.expiresAt);
       next.expiresAt = iso(expiresAt);
       await checkMethodFields(ctx, next);
-      const outstanding = await ctx.tx
-        .selectFrom('enrollments')
-        .select('id')
-        .where('identity_id', '=', next.identityId)
-        .where('method', '=', next.method)
-        .executeTakeFirst();
+      const outstanding = await outstandingEnrollment(ctx, next.identityId, next.method);
       if (outstanding) {
         throw new ApiError('ENROLLMENT_EXISTS', `an enrollment of method ${next.method} is already outstanding for the identity`, {
           field: 'method',
@@ -265,6 +260,11 @@ export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resourc
 }
 
 /** Each method's own fields: caId for ottca (a CA that exists), username for updb (not taken). */
+/** The id of the identity's outstanding enrollment of a method, if any (at most one of each). */
+async function outstandingEnrollment(ctx: WriteContext, identityId: string, method: string): Promise<{ id: unknown } | undefined> {
+  return ctx.tx.selectFrom('enrollments').select('id').where('identity_id', '=', identityId).where('method', '=', method).executeTakeFirst();
+}
+
 async function checkMethodFields(ctx: WriteContext, next: Enrollment): Promise<void> {
   if (next.method !== 'ottca' && next.caId !== null) throw fieldError('caId', 'is only for method ottca', next.caId);
   if (next.method !== 'updb' && next.username !== null) throw fieldError('username', 'is only for method updb', next.username);
@@ -568,12 +568,7 @@ export class Enrollments {
       await authenticators.deleteIn(ctx, a.id);
       const method = a.method === 'updb' ? 'updb' : a.caId !== null && a.caId !== undefined ? 'ottca' : 'ott';
       const enrollments = ctx.resources.get('enrollments');
-      const replaced = await ctx.tx
-        .selectFrom('enrollments')
-        .select('id')
-        .where('identity_id', '=', a.identityId)
-        .where('method', '=', method)
-        .executeTakeFirst();
+      const replaced = await outstandingEnrollment(ctx, a.identityId, method);
       if (replaced) await enrollments.deleteIn(ctx, String(replaced.id));
       const body = {
         method,
