@@ -3,7 +3,7 @@
 import { PrimaryReadSchema, type authPolicies, type AuthPolicyRules } from '../resources/auth-policies.js';
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
-import { adminOnly, byDelegate } from './identities.js';
+import { adminOnly, byDelegate } from './delegates.js';
 import { computed, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** The rules of an identity's auth policy (the default policy when it names none). */

@@ -11,7 +11,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { authenticators } from '../resources/authenticators.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { policyRules } from './auth-policies.js';
-import { assertMayManage } from './identities.js';
+import { assertMayManage } from './delegates.js';
 import { relationOf } from './related.js';
 import { issuingCaOf } from './cas.js';
 

@@ -14,7 +14,7 @@ import { fingerprintOfCertificate, parsePemCertificates } from '../pki/index.js'
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { ClientCertificateSigner } from './client-certificates.js';
-import { assertMayManage } from './identities.js';
+import { assertMayManage } from './delegates.js';
 import type { Actor, Resources, WriteContext } from './resources.js';
 
 type Authenticator = EntityOf<'authenticators'>;

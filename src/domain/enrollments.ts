@@ -32,7 +32,7 @@ import type { enrollments } from '../resources/enrollments.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
-import { assertMayManage } from './identities.js';
+import { assertMayManage } from './delegates.js';
 import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
 
 export type Enrollment = EntityOf<'enrollments'>;

@@ -10,7 +10,7 @@ import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import { CONTROLLER_ID_KEY, controllerIdOf as storedControllerId } from '../store/controller-state.js';
 import { GLOBAL_SETTING_ID, type controllerSettings, type revocations } from '../resources/operations.js';
-import { adminOnly, byDelegate, isAdminIdentity } from './identities.js';
+import { adminOnly, byDelegate, isAdminIdentity } from './delegates.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
 // ---- revocations -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import type { Change } from '../kernel/changes.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor, Tx } from '../store/store.js';
 import { SEEDED_CONFIG_TYPE_IDS, SEEDED_CONFIG_TYPES } from './config-type-schemas.js';
-import { assertMayManage } from './identities.js';
+import { assertMayManage } from './delegates.js';
 import { dataProblem, JsonSchemaCompiler, SchemaProblem } from './json-schema.js';
 import type { Caller } from './client/caller.js';
 import { ClientServiceFields, configTypeChoice, type CallerServiceFields, type ConfigTypeChoice } from './client/service-list.js';
