@@ -3,7 +3,6 @@
 // handshake), auto CA enrollment (the certificate alone creates the identity, named and given roles
 // by the CA), certificate logins of a CA with an external id claim (the identity found by the id
 // the certificate carries), and a CA's cert authenticator reverted to an ottca enrollment.
-import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -11,13 +10,15 @@ import {
   call,
   CLIENT,
   createIdentity,
+  type HttpsAnswer,
   json,
   MGMT,
+  overTls,
   startTestController,
   testCa,
   testCertificate,
-  testClock,
   type TestCertificate,
+  testClock,
   type TestClock,
   type TestController,
   type TestIssuer,
@@ -26,11 +27,6 @@ import {
 const HOUR = 3_600_000;
 const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
 
-interface HttpsAnswer {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 let t: TestController;
 let clock: TestClock;
@@ -53,29 +49,7 @@ type Client = Pick<TestCertificate, 'certPem' | 'keyPem'>;
 
 /** POST over TLS, presenting `client` (its certPem may be a chain, leaf first) when given. */
 function post(path: string, body: unknown, client?: Client): Promise<HttpsAnswer> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        agent: false,
-        ca: t.app.core.pki.trustBundlePem,
-        ...(client && { cert: client.certPem, key: client.keyPem }),
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return overTls(t, port, 'POST', path, { body, ...(client && { client }) });
 }
 
 function refused(res: HttpsAnswer, status: number, code: string): void {

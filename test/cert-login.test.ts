@@ -2,7 +2,6 @@
 // certificate of the TLS handshake, matched by fingerprint to a cert authenticator, when its chain
 // leads to the network PKI or to a verified CA that allows logins (behaviour.md §7). CAs created,
 // verified, disabled and deleted while the controller runs take effect at the next login.
-import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -11,26 +10,23 @@ import {
   CLIENT,
   createIdentity,
   expectError,
+  type HttpsAnswer,
   json,
   MGMT,
   networkIssuer,
+  overTls,
   selfSignedCertificate,
   startTestController,
   testCa,
   testCertificate,
-  testClock,
   type TestCertificate,
+  testClock,
   type TestController,
   type TestIssuer,
 } from './helpers.js';
 
 const DAY = 86_400_000;
 
-interface HttpsAnswer {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 let t: TestController;
 let port: number;
@@ -51,29 +47,7 @@ afterAll(async () => {
  * from what it trusts, so a client trusting the root alone sends a network leaf without its issuer.
  */
 function post(path: string, body: unknown, client?: { certPem: string; keyPem: string }, trust?: string): Promise<HttpsAnswer> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        agent: false,
-        ca: trust ?? t.app.core.pki.trustBundlePem,
-        ...(client && { cert: client.certPem, key: client.keyPem }),
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return overTls(t, port, 'POST', path, { body, ...(client && { client }), ...(trust !== undefined && { trust }) });
 }
 
 async function certIdentity(name: string, validity: { notBefore?: Date; notAfter?: Date } = {}, authPolicyId?: string) {

@@ -7,7 +7,6 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { webcrypto, X509Certificate } from 'node:crypto';
-import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -18,10 +17,12 @@ import {
   createIdentityWithPassword,
   expectError,
   expectMissingCredential,
+  type HttpsAnswer,
   json,
   login,
   MGMT,
   networkIssuer,
+  overTls,
   startTestController,
   testCertificate,
   testClock,
@@ -30,10 +31,6 @@ import {
 
 const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 
-interface HttpsAnswer {
-  statusCode: number;
-  body: string;
-}
 
 /** A device's key and certificate chain, as it presents them in TLS. */
 interface Device {
@@ -57,32 +54,8 @@ afterAll(async () => {
 });
 
 function https(method: string, path: string, opts: { body?: unknown; client?: Device; token?: string } = {}): Promise<HttpsAnswer> {
-  return new Promise((resolve, reject) => {
-    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method,
-        agent: false,
-        ca: t.app.core.pki.trustBundlePem,
-        ...(opts.client && { cert: opts.client.cert, key: opts.client.key }),
-        headers: {
-          ...(opts.token !== undefined && { 'overlay-session': opts.token }),
-          ...(payload !== undefined && { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+  const { client, ...rest } = opts;
+  return overTls(t, port, method, path, { ...rest, ...(client && { client: { certPem: client.cert, keyPem: client.key } }) });
 }
 
 function errorOf(res: HttpsAnswer): { code: string; cause?: { field?: string } } {

@@ -3,6 +3,7 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { createHash, createPrivateKey, randomBytes, webcrypto } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -365,4 +366,52 @@ export async function networkIssuer(t: TestController): Promise<TestIssuer> {
   const der = createPrivateKey(signingKeyPem).export({ type: 'pkcs8', format: 'der' });
   const privateKey = await webcrypto.subtle.importKey('pkcs8', der, EC_P256, false, ['sign']);
   return { cert: new x509.X509Certificate(signingCertPem), privateKey, certPem: signingCertPem };
+}
+
+// ---- real TLS ------------------------------------------------------------------------------------
+
+export interface HttpsAnswer {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * One request over real TLS to the controller listening on `port`, trusting the network's root and
+ * signing CA (or `trust`), presenting `client` (its certPem may be a chain, leaf first) when given.
+ * A body is sent as JSON; `token` goes in the overlay-session header.
+ */
+export function overTls(
+  t: TestController,
+  port: number,
+  method: string,
+  path: string,
+  opts: { body?: unknown; client?: { certPem: string; keyPem: string }; token?: string; trust?: string } = {},
+): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method,
+        agent: false,
+        ca: opts.trust ?? t.app.core.pki.trustBundlePem,
+        ...(opts.client && { cert: opts.client.certPem, key: opts.client.keyPem }),
+        headers: {
+          ...(opts.token !== undefined && { 'overlay-session': opts.token }),
+          ...(payload !== undefined && { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
 }

@@ -5,7 +5,6 @@
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { createHash, webcrypto, X509Certificate } from 'node:crypto';
-import { request } from 'node:https';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,10 +15,12 @@ import {
   createIdentityWithPassword,
   expectError,
   expectMissingCredential,
+  type HttpsAnswer,
   json,
   login,
   MGMT,
   networkIssuer,
+  overTls,
   sha256Hex,
   startTestController,
   testCa,
@@ -108,37 +109,10 @@ function sha1Of(cert: X509Certificate): string {
   return createHash('sha1').update(cert.raw).digest('hex');
 }
 
-interface HttpsAnswer {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 /** POST over real TLS, presenting `client` (a chain, leaf first, and its key) when given. */
 function post(path: string, body: unknown, client?: { certPem: string; keyPem: string }): Promise<HttpsAnswer> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        agent: false,
-        ca: t.app.core.pki.trustBundlePem,
-        ...(client && { cert: client.certPem, key: client.keyPem }),
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return overTls(t, port, 'POST', path, { body, ...(client && { client }) });
 }
 
 const extend = async (client: { certPem: string; keyPem: string } | undefined, csrs?: { certCsr?: string; serverCertCsr?: string }) =>
