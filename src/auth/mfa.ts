@@ -16,7 +16,7 @@ import type { EntityOf } from '../resources/index.js';
 import { constantTimeEqual } from './tokens.js';
 import type { SecretBox } from './secret-box.js';
 import { FailureThrottle } from './throttle.js';
-import { matchingStep, newRecoveryCodes, newTotpSecret, normalRecoveryCode, provisioningUrl } from './totp.js';
+import { isTotpCodeForm, matchingStep, newRecoveryCodes, newTotpSecret, normalRecoveryCode, provisioningUrl } from './totp.js';
 
 type MfaEntity = EntityOf<'mfas'>;
 
@@ -266,6 +266,8 @@ export class Mfa {
   }
 
   private async takeTotp(mfa: MfaEntity, code: string, opts: CodeCheck): Promise<boolean> {
+    // A recovery code is not opened against the secret: decrypting costs more than the whole check.
+    if (!isTotpCodeForm(code)) return false;
     const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
     if (step === undefined) return false;
     return this.deps.kernel.write(async (ctx) => {

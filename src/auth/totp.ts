@@ -27,10 +27,15 @@ function totpOf(secret: string): TOTP {
   return new TOTP({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: TOTP_DIGITS, period: TOTP_PERIOD_SECONDS });
 }
 
+/** Whether `code` has the form of a TOTP code (six digits); checked before a secret is opened. */
+export function isTotpCodeForm(code: string): boolean {
+  return /^[0-9]{6}$/.test(code);
+}
+
 /** The time step a code of `secret` belongs to at `nowMs`, within the window; undefined when it matches none. */
 export function matchingStep(secret: string, code: string, nowMs: number): number | undefined {
   // Stryker: the library refuses a code of any other length too, so either anchor alone holds.
-  if (!/^[0-9]{6}$/.test(code)) return undefined;
+  if (!isTotpCodeForm(code)) return undefined;
   const delta = totpOf(secret).validate({ token: code, timestamp: nowMs, window: TOTP_WINDOW });
   return delta === null ? undefined : Math.floor(nowMs / 1000 / TOTP_PERIOD_SECONDS) + delta;
 }
