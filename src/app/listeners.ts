@@ -83,9 +83,8 @@ export async function buildServer(
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // The request's scope, entered again once the body is read: reading it resumes from the socket.
+  // Whatever the request's handling starts, body reading included, runs in its scope from here on.
   app.addHook('onRequest', (request, _reply, done) => core.requestScope.run(request.id, done));
-  app.addHook('preValidation', (request, _reply, done) => core.requestScope.run(request.id, done));
   // Before the APIs, so that every route of every API is logged and measured.
   recordRequests(app, { log: core.config.log.requests, observe: (...a) => core.metrics.request(...a) });
   registerProbes(app, {
