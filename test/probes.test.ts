@@ -1,7 +1,7 @@
 // The operator's probes: /health and /ready on every listener without a credential, /ready's 503
 // with Retry-After for each reason, and /metrics (Prometheus text) beside the Management API or on
 // its own listener, with the series the README names.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
@@ -197,6 +197,20 @@ describe('/metrics', () => {
     expect(value(all, 'overlay_process_resident_memory_bytes')).toBeGreaterThan(0);
     // Every name is the controller's.
     expect(all.filter((s) => !s.name.startsWith('overlay_')).map((s) => s.name)).toEqual([]);
+  });
+});
+
+describe('metric names', () => {
+  it('every metric of the controller is documented in the README', async () => {
+    const t = await startTestController({ env: ADMIN_ENV });
+    try {
+      const names = (await t.app.core.metrics.registry.getMetricsAsJSON()).map((m) => m.name);
+      expect(names.length).toBeGreaterThanOrEqual(9);
+      const readme = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8');
+      expect(names.filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
+    } finally {
+      await t.close();
+    }
   });
 });
 
