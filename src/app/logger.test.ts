@@ -20,8 +20,9 @@ function capture(format: LogFormat): { log: ReturnType<typeof createLogger>; tex
 const SECRETS = {
   password: 'pw-top-level',
   newPassword: 'pw-new',
-  body: { password: 'pw-nested', token: 'tok-nested', code: '123456', 'overlay-session': 'sess-nested' },
-  headers: { authorization: 'Bearer bearer-nested', 'overlay-session': 'sess-header' },
+  'overlay-session': 'sess-top-level',
+  body: { password: 'pw-nested', token: 'tok-nested', code: '123456' },
+  req: { headers: { authorization: 'Bearer bearer-nested', 'overlay-session': 'sess-header' } },
 };
 
 describe('logger', () => {
@@ -33,7 +34,7 @@ describe('logger', () => {
     expect(line.msg).toBe('something happened');
     // An error code at the top stays readable; a one-time code one level down does not.
     expect(line.code).toBe('INVALID_AUTH');
-    for (const secret of ['pw-top-level', 'pw-new', 'pw-nested', 'tok-nested', '123456', 'sess-nested', 'bearer-nested', 'sess-header']) {
+    for (const secret of ['pw-top-level', 'pw-new', 'pw-nested', 'tok-nested', '123456', 'sess-top-level', 'bearer-nested', 'sess-header']) {
       expect(text()).not.toContain(secret);
     }
     expect(text()).toContain('[redacted]');
@@ -46,7 +47,7 @@ describe('logger', () => {
     expect(out.trim().split('\n')).toHaveLength(1);
     expect(out).toMatch(/^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] INFO: GET \/edge\/management\/v1\/identities 200 /);
     expect(out).toContain('"requestId":"req-1"');
-    for (const secret of ['pw-top-level', 'pw-new', 'pw-nested', 'tok-nested', '123456', 'sess-nested', 'bearer-nested']) {
+    for (const secret of ['pw-top-level', 'pw-new', 'pw-nested', 'tok-nested', '123456', 'sess-top-level', 'bearer-nested', 'sess-header']) {
       expect(out).not.toContain(secret);
     }
   });
