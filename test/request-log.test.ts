@@ -86,6 +86,28 @@ describe('request log', () => {
     }
   });
 
+  it('an unexpected failure is logged as an error with the same context, and answered without its details', async () => {
+    const { t, lines } = await controller({}, {
+      extraRoutes: (app) =>
+        app.get('/fails/:what', async () => {
+          throw new Error('the disk is on fire');
+        }),
+    });
+    try {
+      const res = await t.inject({ method: 'GET', url: '/fails/now', remoteAddress: '10.7.7.7' });
+      expect(res.statusCode).toBe(500);
+      expect(res.body).not.toContain('fire');
+      const mine = lines().filter((l) => l.requestId === res.headers['x-request-id']);
+      expect(mine.map((l) => [l.level, l.msg])).toEqual([
+        [50, 'request failed'],
+        [30, 'GET /fails/:what 500'],
+      ]);
+      expect(mine[0]).toMatchObject({ method: 'GET', route: '/fails/:what', address: '10.7.7.7', status: 500, err: { message: 'the disk is on fire' } });
+    } finally {
+      await t.close();
+    }
+  });
+
   it('probes are logged at debug, so a load balancer does not fill the log', async () => {
     const info = await controller();
     const debug = await controller({ OVERLAY_LOG_LEVEL: 'debug' });
