@@ -1,9 +1,9 @@
 // The controller's metrics in the Prometheus text format, through prom-client. Each app owns its
 // registry (several apps share a test process); the parts of the controller that measure something
-// get a narrow recording function from createApp, not this object. Gauges that describe the store or
-// the caches are computed when scraped, so nothing is kept up to date between scrapes. Every name
-// starts with `overlay_` and is listed in the README; labels take bounded values only (a route
-// template, never a raw URL).
+// see only a narrow recording function or interface, not this object. Gauges that describe the
+// store or the caches are computed when scraped, so nothing is kept up to date between scrapes.
+// Every name starts with `overlay_` and is listed in the README; labels take bounded values only (a
+// route template, never a raw URL).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LoginOutcome } from '../auth/login.js';
 
