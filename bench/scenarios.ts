@@ -88,6 +88,10 @@ export const BASELINE_PATH = '/bench/baseline';
 
 export const baseline: Scenario = { name: 'baseline', method: 'GET', path: BASELINE_PATH, target: 1 };
 
+/** Constant routes of bench/server.ts that give the metrics scenario its route series. */
+export const SERIES_PATH = '/bench/series';
+export const SERIES_ROUTES = 1000;
+
 /** Password login (the admin by default); answers the API session token. */
 async function login(ctx: BenchContext, credentials: { username: string; password: string } = ctx.admin): Promise<string> {
   const res = await ctx.request('POST', '/edge/client/v1/authenticate?method=password', {
@@ -360,6 +364,26 @@ export const scenarios: Scenario[] = [
     async setup(ctx, scenario) {
       scenario.headers = { 'content-type': 'application/json' };
       scenario.body = JSON.stringify(ctx.admin);
+    },
+  },
+  {
+    // A Prometheus scrape with 1,000 route series of the request metrics (each a counter and a
+    // histogram): the constant routes of bench/server.ts, each asked for once in the setup. One
+    // connection, as a Prometheus server scrapes: the latency is that of a scrape alone.
+    name: 'metrics scrape (1,000 route series)',
+    method: 'GET',
+    path: '/metrics',
+    target: 0,
+    p99TargetMs: 100,
+    connections: 1,
+    async setup(ctx) {
+      for (let i = 0; i < SERIES_ROUTES; i++) {
+        const res = await ctx.request('GET', `${SERIES_PATH}/${i}`);
+        if (res.status !== 200) throw new Error(`${SERIES_PATH}/${i} answered ${res.status}`);
+      }
+      const res = await ctx.request('GET', '/metrics');
+      const series = res.body.split('\n').filter((line) => line.startsWith('overlay_http_requests_total{')).length;
+      if (res.status !== 200 || series < SERIES_ROUTES) throw new Error(`/metrics answered ${res.status} with ${series} request series`);
     },
   },
 ];

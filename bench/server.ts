@@ -11,12 +11,16 @@ import { pino } from 'pino';
 import { createApp } from '../src/app/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { envelope } from '../src/http/envelope.js';
-import { BASELINE_PATH } from './scenarios.js';
+import { BASELINE_PATH, SERIES_PATH, SERIES_ROUTES } from './scenarios.js';
 
 const BASELINE_BODY = JSON.stringify(envelope({}));
 
 function baselineRoute(app: FastifyInstance): void {
   app.get(BASELINE_PATH, (_req, reply) => reply.type('application/json; charset=utf-8').send(BASELINE_BODY));
+  // Distinct route templates, each a series of the request metrics once asked for (GET /metrics).
+  for (let i = 0; i < SERIES_ROUTES; i++) {
+    app.get(`${SERIES_PATH}/${i}`, (_req, reply) => reply.type('application/json; charset=utf-8').send(BASELINE_BODY));
+  }
 }
 
 async function main(): Promise<void> {

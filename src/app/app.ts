@@ -3,7 +3,7 @@
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { pino, type Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.js';
 import { parseHostPort, formatHostPort, type BindPoint, type Config, type ListenerConfig } from '../config/index.js';
 import { ensurePki } from '../pki/index.js';
@@ -40,10 +40,15 @@ import { secureDataDirectory } from './data-dir.js';
 import { Mfa } from '../auth/mfa.js';
 import { SecretBox } from '../auth/secret-box.js';
 import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
+import { createLogger, RequestScope } from './logger.js';
+import { Metrics } from './metrics.js';
+import { Readiness } from './readiness.js';
 
 export interface AppOptions {
   clock?: Clock;
   log?: Logger;
+  /** Where the configured logger writes instead of standard output (without `log`; tests read it). */
+  logDestination?: DestinationStream;
   /** Keep the store in memory (tests); the PKI still lives in the data directory. */
   memoryStore?: boolean;
   /** Extra migrations after the controller's own (test fixtures). */
@@ -102,29 +107,21 @@ function clientApiAddress(config: Config): string {
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
+  const requestScope = new RequestScope();
   const log =
     options.log ??
-    pino({
-      level: config.log.level,
-      redact: {
-        paths: [
-          'req.headers.authorization',
-          'req.headers["overlay-session"]',
-          '*.password',
-          '*.token',
-          '*.code',
-        ],
-        censor: '[redacted]',
-      },
-    });
+    createLogger(config.log, { scope: requestScope, ...(options.logDestination ? { destination: options.logDestination } : {}) });
   for (const warning of config.warnings) log.warn(warning);
 
   await secureDataDirectory(config.dataDir, (path, message) => log.warn({ path }, message));
   await resolveFreePorts(config);
 
   const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, 'overlay.db')));
+  const metrics = new Metrics();
   try {
-    const applied = await store.migrate([...appMigrations, ...(options.extraMigrations ?? [])]);
+    const allMigrations = [...appMigrations, ...(options.extraMigrations ?? [])];
+    const readiness = new Readiness(store, allMigrations.map((m) => m.name));
+    const applied = await store.migrate(allMigrations);
     if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
 
     const hosts = config.web.flatMap((l) => l.bindPoints.map((b) => parseHostPort(b.address, { allowPortZero: true }).host));
@@ -135,14 +132,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       log: (msg) => log.info(msg),
     });
 
-    const kernel = new Kernel({ store, clock, log });
+    const kernel = new Kernel({ store, clock, log, observeTransaction: (seconds, committed) => metrics.transaction(seconds, committed) });
     // Every cache registers here and follows the change feed through it.
     const caches = new CacheRegistry(kernel.changes, log);
     const resources = new Resources(kernel, { checkAnswers: options.checkAnswers === true });
     const sessions = caches.register(new ApiSessions(kernel, clock, config.edge.api.sessionTimeout));
     const identities = caches.register(new IdentityDirectory(store, kernel.repo('identities'), clock));
     const certificateTrust = caches.register(new CertificateTrust(store, kernel.repo('cas'), clock, pki));
-    const links = caches.register(new PolicyLinks(store.dialect));
+    const links = caches.register(new PolicyLinks(store.dialect, (trigger, seconds) => metrics.linkRecompute(trigger, seconds)));
     const configValidators = caches.register(new ConfigValidators());
     const secrets = await SecretBox.open(config.dataDir);
     // Enrollment JWTs are signed with the OIDC keys, opened below; read only once requests are served.
@@ -213,7 +210,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']
           : [],
+      metrics,
+      readiness,
+      requestScope,
     };
+    metrics.setSources({
+      apiSessions: () => countRows(store, 'api_sessions'),
+      sessions: () => countRows(store, 'sessions'),
+      cacheLookups: () => caches.lookups(),
+    });
 
     const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';
     const apiAddresses = apiAddressesOf(config.web, SERVED_BINDINGS);
@@ -245,6 +250,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         return urls;
       },
       async close() {
+        readiness.stop();
         await Promise.all(servers.map((s) => s.app.close()));
         oidc.stop();
         oidcSettings.stop();
@@ -258,4 +264,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await store.close();
     throw err;
   }
+}
+
+/** The rows of a table, for a gauge read at scrape time. */
+async function countRows(store: Store, table: string): Promise<number> {
+  const row = await store.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+  return Number(row?.n ?? 0);
 }

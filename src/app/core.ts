@@ -25,6 +25,9 @@ import type { Enrollments } from '../domain/enrollments.js';
 import type { RouterEnrollments } from '../domain/router-enrollment.js';
 import type { CertificateExtension } from '../domain/certificate-extension.js';
 import type { ApiSessionCertificates } from '../domain/api-session-certificates.js';
+import type { Metrics } from './metrics.js';
+import type { Readiness } from './readiness.js';
+import type { RequestScope } from './logger.js';
 
 export interface Core {
   readonly config: Config;
@@ -70,4 +73,10 @@ export interface Core {
   readonly clientAnswers: AnswerCache;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
+  /** The metrics this controller records, served by GET /metrics. */
+  readonly metrics: Metrics;
+  /** What GET /ready answers: store reachable, migrations applied, not shutting down. */
+  readonly readiness: Readiness;
+  /** The request being handled, for the request id on every log line written on its behalf. */
+  readonly requestScope: RequestScope;
 }

@@ -15,6 +15,9 @@ import { managementRoutes } from '../http/management/index.js';
 import { registerOidcApi } from '../http/oidc/index.js';
 import type { Core } from './core.js';
 import { ConnectionLimits, serverTimeoutOptions } from './connection-limits.js';
+import { recordRequests } from '../http/request-log.js';
+import { registerProbes } from '../http/probes.js';
+import { requestLogger } from './logger.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -51,7 +54,8 @@ export async function buildServer(
     keepAliveTimeout: listener.options.idleTimeout,
     clientErrorHandler: limits.clientErrorHandler(),
     loggerInstance: log,
-    // One log line per failed request (from the error handler), none per successful one.
+    childLoggerFactory: (logger, bindings, opts) => requestLogger(logger.child(bindings, opts)),
+    // Fastify's own two lines per request are replaced by one of ours (http/request-log.ts).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: () => randomUUID(),
     bodyLimit: BODY_LIMIT,
@@ -78,6 +82,14 @@ export async function buildServer(
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // Whatever the request's handling starts, body reading included, runs in its scope from here on.
+  app.addHook('onRequest', (request, _reply, done) => core.requestScope.run(request.id, done));
+  // Before the APIs, so that every route of every API is logged and measured.
+  recordRequests(app, { log: core.config.log.requests, observe: (...a) => core.metrics.request(...a) });
+  registerProbes(app, {
+    notReady: () => core.readiness.problem(),
+    ...(listener.metrics === true ? { metrics: core.metrics } : {}),
   });
 
   for (const api of listener.apis) {

@@ -31,6 +31,18 @@ export interface LoginDeps {
   loginThrottle: FailureThrottle;
   mfa: Pick<Mfa, 'isEnrolled'>;
   certificateTrust: Pick<CertificateTrust, 'verify'>;
+  /** Counts each primary login by method and outcome. */
+  metrics?: { login(method: LoginMethod, result: LoginOutcome): void };
+}
+
+/** How a primary login ended: INVALID_AUTH, the throttle's 429, another refusal, or a failure. */
+export type LoginOutcome = 'success' | 'invalid' | 'throttled' | 'refused' | 'error';
+
+function outcomeOf(err: unknown): LoginOutcome {
+  if (!(err instanceof ApiError)) return 'error';
+  if (err.code === 'INVALID_AUTH') return 'invalid';
+  if (err.code === 'SERVER_TOO_MANY_REQUESTS') return 'throttled';
+  return err.status >= 500 ? 'error' : 'refused';
 }
 
 export type LoginMethod = 'password' | 'cert' | 'ext-jwt';
@@ -95,10 +107,17 @@ export async function login(core: LoginDeps, req: LoginRequest): Promise<LoginRe
  */
 export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
-  const found = await throttled(core, keys, () =>
-    req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(),
-  );
-  return { ...found, isTotpEnrolled: await core.mfa.isEnrolled(found.identity.id) };
+  try {
+    const found = await throttled(core, keys, () =>
+      req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(),
+    );
+    const authenticated = { ...found, isTotpEnrolled: await core.mfa.isEnrolled(found.identity.id) };
+    core.metrics?.login(req.method, 'success');
+    return authenticated;
+  } catch (err) {
+    core.metrics?.login(req.method, outcomeOf(err));
+    throw err;
+  }
 }
 
 /**

@@ -61,6 +61,11 @@ export function program(): Command {
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .env('OVERLAY_LOG_LEVEL'),
     )
+    .addOption(
+      new Option('--log-format <format>', 'log lines: json, or pretty for people (default: pretty on a terminal, else json)')
+        .choices(['json', 'pretty'])
+        .env('OVERLAY_LOG_FORMAT'),
+    )
     .action(async (opts: ConfigFlags) => runController(opts));
   return root;
 }

@@ -71,7 +71,7 @@ describe('defaults', () => {
   it('needs no file, environment or flags', () => {
     expect(load()).toEqual({
       dataDir: path.join(dir, 'overlay-data'),
-      log: { level: 'info' },
+      log: { level: 'info', requests: true },
       admin: {},
       edge: {
         api: { sessionTimeout: 30 * M, disableOidcAutoBinding: false },
@@ -96,6 +96,7 @@ describe('defaults', () => {
             maxConnections: 1024,
             maxConnectionsPerAddress: 64,
           },
+          metrics: true,
         },
       ],
       warnings: [],
@@ -119,6 +120,7 @@ describe('defaults', () => {
         bindPoints: [{ interface: '0.0.0.0:1280', address: 'ctrl.example.com:1280' }],
         apis: [{ binding: 'edge-client', options: {} }],
         options: { ...DEFAULT_LISTENER_OPTIONS, maxConnectionsPerAddress: 16 },
+        metrics: false,
       },
       {
         name: 'admin',
@@ -128,9 +130,59 @@ describe('defaults', () => {
           { binding: 'edge-oidc', options: { redirectURIs: ['http://127.0.0.1:*/auth/callback'] } },
         ],
         options: DEFAULT_LISTENER_OPTIONS,
+        metrics: true,
       },
     ]);
     expect(config.warnings).toEqual([]);
+  });
+});
+
+describe('logs and metrics', () => {
+  it('log format: flag > environment > file; absent means "decide by the terminal"', () => {
+    expect(load().log.format).toBeUndefined();
+    expect(load('log: { format: pretty }\n').log.format).toBe('pretty');
+    expect(load('log: { format: pretty }\n', {}, { OVERLAY_LOG_FORMAT: 'json' }).log.format).toBe('json');
+    expect(load('log: { format: json }\n', { logFormat: 'pretty' }, { OVERLAY_LOG_FORMAT: 'json' }).log.format).toBe('pretty');
+    expect(loadError(undefined, {}, { OVERLAY_LOG_FORMAT: 'xml' }).message).toBe('OVERLAY_LOG_FORMAT: must be one of json, pretty, got "xml"');
+    expect(loadError('log: { format: text }\n').key).toBe('log.format');
+  });
+
+  it('request logs are on unless the file or OVERLAY_LOG_REQUESTS turns them off', () => {
+    expect(load().log.requests).toBe(true);
+    expect(load('log: { requests: false }\n').log.requests).toBe(false);
+    expect(load('log: { requests: false }\n', {}, { OVERLAY_LOG_REQUESTS: 'true' }).log.requests).toBe(true);
+    expect(load(undefined, {}, { OVERLAY_LOG_REQUESTS: 'false' }).log.requests).toBe(false);
+    expect(loadError(undefined, {}, { OVERLAY_LOG_REQUESTS: 'no' }).key).toBe('OVERLAY_LOG_REQUESTS');
+    expect(loadError('log: { requests: "yes" }\n').key).toBe('log.requests');
+  });
+
+  it('/metrics goes where the metrics binding is listed, and only there', () => {
+    const config = load(`
+web:
+  - name: api
+    bindPoints: [{ interface: 127.0.0.1:2000 }]
+    apis: [{ binding: edge-client }, { binding: edge-management }]
+  - name: scrape
+    bindPoints: [{ interface: 127.0.0.1:2001 }]
+    apis: [{ binding: metrics }]
+`);
+    expect(config.web.map((l) => [l.name, l.metrics, l.apis.map((a) => a.binding)])).toEqual([
+      ['api', false, ['edge-client', 'edge-management', 'edge-oidc']],
+      ['scrape', true, []],
+    ]);
+  });
+
+  it('without the metrics binding, /metrics is beside the Management API', () => {
+    expect(load(EXAMPLE).web.map((l) => l.metrics)).toEqual([false, true]);
+  });
+
+  it.each([
+    ['    apis: [{ binding: metrics }, { binding: metrics }]\n', 'web[0].apis[1].binding', /listed twice/],
+    ['    apis: [{ binding: metrics, options: {} }]\n', 'web[0].apis[0].options', /takes no options/],
+  ] as const)('%j → %s', (apis, key, message) => {
+    const error = loadError(`web:\n  - name: a\n    bindPoints: [{ interface: "127.0.0.1:2000" }]\n${apis}`);
+    expect(error.key).toBe(key);
+    expect(error.message).toMatch(message);
   });
 });
 
@@ -366,12 +418,12 @@ describe('validation errors name the key', () => {
     ['dataDirr: /x\n', 'dataDirr', /unknown key \(allowed here: dataDir, log, admin, edge, web\)/],
     ['edge:\n  oidc: { accesTokenDuration: 30m }\n', 'edge.oidc.accesTokenDuration', /unknown key/],
     ['edge:\n  apis: {}\n', 'edge.apis', /unknown key/],
-    ['log: { level: info, format: json }\n', 'log.format', /unknown key/],
+    ['log: { level: info, colour: true }\n', 'log.colour', /unknown key/],
     [listener(`    bindPoints: [{ interface: "127.0.0.1:2000", adress: "x:1" }]\n${APIS}`), 'web[0].bindPoints[0].adress', /unknown key/],
     [listener(`${BP}    apis: [{ binding: edge-oidc, options: { redirectUris: [] } }]\n`), 'web[0].apis[0].options.redirectUris', /unknown key/],
     ['"my key": 1\n', '["my key"]', /unknown key/],
     // shapes and scalars
-    ['log: info\n', 'log', /must be a mapping with keys level, got "info"/],
+    ['log: info\n', 'log', /must be a mapping with keys level, format, requests, got "info"/],
     ['log: { level: verbose }\n', 'log.level', /must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"/],
     ['dataDir: ""\n', 'dataDir', /at least 1 characters/],
     ['dataDir: [a]\n', 'dataDir', /must be a string, got a list/],
@@ -397,7 +449,7 @@ describe('validation errors name the key', () => {
     [listener(`    bindPoints: [{ interface: 1280 }]\n${APIS}`), 'web[0].bindPoints[0].interface', /must be a string in the form host:port, got 1280/],
     [listener(`    bindPoints: [{ interface: "127.0.0.1:2000", address: "127.0.0.1:0" }]\n${APIS}`), 'web[0].bindPoints[0].address', /port must be from 1/],
     [listener(`    bindPoints: [{ interface: "127.0.0.1:2000", address: "[::]:2000" }]\n${APIS}`), 'web[0].bindPoints[0].address', /wildcard/],
-    [listener(`${BP}    apis: [{ binding: edge-client }, { binding: edge-admin }]\n`), 'web[0].apis[1].binding', /must be one of edge-client, edge-management, edge-oidc, got "edge-admin"/],
+    [listener(`${BP}    apis: [{ binding: edge-client }, { binding: edge-admin }]\n`), 'web[0].apis[1].binding', /must be one of edge-client, edge-management, edge-oidc, metrics, got "edge-admin"/],
     [listener(`${BP}    apis: [{ binding: edge-client }, { binding: edge-client }]\n`), 'web[0].apis[1].binding', /listed twice/],
     [listener(`${BP}    apis: [{ options: {} }]\n`), 'web[0].apis[0].binding', /is required/],
   ] as const)('%j → %s', (yaml, key, message) => {

@@ -60,14 +60,26 @@ export interface ListenerConfig {
   bindPoints: BindPoint[];
   apis: ApiConfig[];
   options: ListenerOptions;
+  /**
+   * Serves GET /metrics: the listeners that list the `metrics` binding, or, when none does, every
+   * listener hosting edge-management. Set by the loader.
+   */
+  metrics?: boolean;
 }
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogFormat = 'json' | 'pretty';
 export interface Config {
   /** Absolute path. */
   dataDir: string;
   /** Absolute path when a file was given. */
   configFile?: string;
-  log: { level: LogLevel };
+  log: {
+    level: LogLevel;
+    /** JSON lines, or readable lines for people; absent: readable when standard output is a terminal. */
+    format?: LogFormat;
+    /** One info line per request (method, route, status, duration, identity, address, request id). */
+    requests: boolean;
+  };
   /** Default administrator created at first start. */
   admin: { username?: string; password?: string };
   edge: {
@@ -87,6 +99,7 @@ export interface ConfigFlags {
   advertise?: string;
   config?: string;
   logLevel?: string;
+  logFormat?: string;
 }
 
 export class ConfigError extends Error {
@@ -129,6 +142,9 @@ const MAX_CONNECTIONS = 1_000_000;
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const BINDINGS: readonly ApiBinding[] = ['edge-client', 'edge-management', 'edge-oidc'];
+const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+/** Not an API: a listener listing it serves GET /metrics (and the management listeners then do not). */
+const METRICS_BINDING = 'metrics';
 
 /**
  * Loads the configuration. Precedence per setting: flag > environment > file > default.
@@ -165,10 +181,18 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
       ? path.resolve(path.dirname(configFile), fileDataDir)
       : path.resolve(cwd, DEFAULT_DATA_DIR);
 
-  const log = mapping(top.log, 'log', ['level']);
+  const log = mapping(top.log, 'log', ['level', 'format', 'requests']);
   const fileLogLevel = present(log.level, 'log.level') ? oneOf(log.level, 'log.level', LOG_LEVELS) : undefined;
   const logLevelOption = pick(flags.logLevel, '--log-level', env.OVERLAY_LOG_LEVEL, 'OVERLAY_LOG_LEVEL');
   const logLevel = logLevelOption ? oneOf(logLevelOption.value, logLevelOption.key, LOG_LEVELS) : (fileLogLevel ?? 'info');
+  const fileLogFormat = present(log.format, 'log.format') ? oneOf(log.format, 'log.format', LOG_FORMATS) : undefined;
+  const logFormatOption = pick(flags.logFormat, '--log-format', env.OVERLAY_LOG_FORMAT, 'OVERLAY_LOG_FORMAT');
+  const logFormat = logFormatOption ? oneOf(logFormatOption.value, logFormatOption.key, LOG_FORMATS) : fileLogFormat;
+  const fileLogRequests = present(log.requests, 'log.requests') ? bool(log.requests, 'log.requests') : true;
+  const logRequests =
+    env.OVERLAY_LOG_REQUESTS !== undefined && env.OVERLAY_LOG_REQUESTS !== ''
+      ? oneOf(env.OVERLAY_LOG_REQUESTS, 'OVERLAY_LOG_REQUESTS', ['true', 'false']) === 'true'
+      : fileLogRequests;
 
   const admin = mapping(top.admin, 'admin', ['username', 'password']);
   const adminText = (name: 'username' | 'password', envName: string, limits: TextLimits): string | undefined => {
@@ -186,7 +210,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
   return {
     dataDir,
     ...(configFile !== undefined ? { configFile } : {}),
-    log: { level: logLevel },
+    log: { level: logLevel, ...(logFormat !== undefined ? { format: logFormat } : {}), requests: logRequests },
     admin: {
       ...(username !== undefined ? { username } : {}),
       ...(password !== undefined ? { password } : {}),
@@ -257,6 +281,8 @@ interface DraftListener {
   bindPoints: DraftBindPoint[];
   apis: ApiConfig[];
   options: ListenerOptions;
+  /** Lists the metrics binding. */
+  metrics?: boolean;
 }
 
 function readListeners(
@@ -319,6 +345,11 @@ function readListeners(
     options: draft.options,
   }));
   applyOidcAutoBinding(listeners, disableOidcAutoBinding, warnings);
+  // Metrics on the listeners that ask for them, else beside the Management API.
+  const metricsListed = drafts.some((draft) => draft.metrics === true);
+  listeners.forEach((listener, i) => {
+    listener.metrics = metricsListed ? drafts[i]!.metrics === true : listener.apis.some((api) => api.binding === 'edge-management');
+  });
   return listeners;
 }
 
@@ -355,16 +386,24 @@ function readWeb(value: unknown): DraftListener[] {
     );
 
     const seenBindings = new Set<ApiBinding>();
-    const apis = list(listener.apis, `${key}.apis`, { min: 1, max: MAX_APIS }).map((raw, j): ApiConfig => {
+    let metrics = false;
+    const apis = list(listener.apis, `${key}.apis`, { min: 1, max: MAX_APIS }).flatMap((raw, j): ApiConfig[] => {
       const apiKey = `${key}.apis[${j}]`;
       const api = mapping(raw, apiKey, ['binding', 'options']);
       required(api.binding, `${apiKey}.binding`);
-      const binding = oneOf(api.binding, `${apiKey}.binding`, BINDINGS);
+      if (api.binding === METRICS_BINDING) {
+        if (metrics) throw new ConfigError(`${apiKey}.binding`, `${METRICS_BINDING} is listed twice on this listener`);
+        if (present(api.options, `${apiKey}.options`)) throw new ConfigError(`${apiKey}.options`, `${METRICS_BINDING} takes no options`);
+        metrics = true;
+        return [];
+      }
+      // Named among the allowed values of the message; answered above.
+      const binding = oneOf(api.binding, `${apiKey}.binding`, [...BINDINGS, METRICS_BINDING]) as ApiBinding;
       if (seenBindings.has(binding)) throw new ConfigError(`${apiKey}.binding`, `${binding} is listed twice on this listener`);
       seenBindings.add(binding);
       const options = mapping(api.options, `${apiKey}.options`, ['redirectURIs']);
       const urisKey = `${apiKey}.options.redirectURIs`;
-      if (!present(options.redirectURIs, urisKey)) return { binding, options: {} };
+      if (!present(options.redirectURIs, urisKey)) return [{ binding, options: {} }];
       if (binding !== 'edge-oidc') throw new ConfigError(urisKey, `only allowed on binding edge-oidc, not ${binding}`);
       const redirectURIs = list(options.redirectURIs, urisKey, { min: 0, max: MAX_REDIRECT_URIS }).map((uri, k) => {
         try {
@@ -374,10 +413,10 @@ function readWeb(value: unknown): DraftListener[] {
         }
         return uri as string;
       });
-      return { binding, options: { redirectURIs } };
+      return [{ binding, options: { redirectURIs } }];
     });
 
-    return { name, bindPoints, apis, options: readListenerOptions(listener.options, `${key}.options`) };
+    return { name, bindPoints, apis, options: readListenerOptions(listener.options, `${key}.options`), ...(metrics ? { metrics } : {}) };
   });
 }
 

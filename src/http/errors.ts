@@ -2,6 +2,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode, type StatusOverrides } from '../errors.js';
 import { meta } from './envelope.js';
+import { requestContext } from './request-log.js';
 
 interface ValidationIssue {
   keyword: string;
@@ -91,8 +92,8 @@ export function errorBody(err: ApiError, requestId: string): unknown {
 export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply, overrides: StatusOverrides = {}): void {
   const apiError = toApiError(err);
   const status = overrides[apiError.code] ?? apiError.status;
-  if (status >= 500) request.log.error({ err }, 'request failed');
-  else request.log.info({ code: apiError.code, status }, apiError.message);
+  if (status >= 500) request.log.error({ ...requestContext(request), err, status }, 'request failed');
+  else request.log.info({ ...requestContext(request), code: apiError.code, status }, apiError.message);
   if (apiError.headers) reply.headers(apiError.headers);
   void reply.code(status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
 }

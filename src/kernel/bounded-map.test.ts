@@ -65,4 +65,16 @@ describe('BoundedMap', () => {
     map.deleteWhere((v) => v % 2 === 1);
     expect([...map.entries()]).toEqual([['b', 2]]);
   });
+
+  it('counts lookups through get as hits and misses; peek and has count none', () => {
+    const map = new BoundedMap<string, number>({ maxEntries: 1 });
+    map.set('a', 1);
+    map.get('a');
+    map.get('b');
+    map.peek('a');
+    map.has('b');
+    map.set('b', 2); // evicts a
+    map.get('a');
+    expect(map.lookups).toEqual({ hits: 1, misses: 2 });
+  });
 });

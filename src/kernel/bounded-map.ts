@@ -24,6 +24,8 @@ export class BoundedMap<K, V> {
   private readonly map = new Map<K, Slot<V>>();
   private heldBytes = 0;
   private dropCount = 0;
+  private hitCount = 0;
+  private missCount = 0;
 
   constructor(private readonly opts: BoundedMapOptions<K, V>) {
     if (!(opts.maxEntries >= 1)) throw new Error('a bounded map keeps at least one entry');
@@ -47,10 +49,19 @@ export class BoundedMap<K, V> {
     return this.dropCount;
   }
 
+  /** Lookups through `get` that found their key, and that did not (the cache hit ratio). */
+  get lookups(): { hits: number; misses: number } {
+    return { hits: this.hitCount, misses: this.missCount };
+  }
+
   /** The value, now the most recently used. */
   get(key: K): V | undefined {
     const slot = this.map.get(key);
-    if (!slot) return undefined;
+    if (!slot) {
+      this.missCount++;
+      return undefined;
+    }
+    this.hitCount++;
     this.map.delete(key);
     this.map.set(key, slot);
     return slot.value;

@@ -3,6 +3,7 @@
 // the next read reloads, so a cache that missed a change (or whose listener failed) is never wrong
 // for longer than until it is reset. The registry is built once by the composition root.
 import type { Logger } from 'pino';
+import { BoundedMap } from './bounded-map.js';
 import type { Change, ChangeFeed } from './changes.js';
 
 export interface Cache {
@@ -39,6 +40,26 @@ export class CacheRegistry {
   /** The names of the registered caches, in order of registration. */
   names(): string[] {
     return this.caches.map((c) => c.name);
+  }
+
+  /**
+   * Lookups of each registered cache since start: the sum over the bounded maps it holds as its own
+   * fields (every cache keeps its entries in those). Caches without one are left out.
+   */
+  lookups(): { cache: string; hits: number; misses: number }[] {
+    const counts: { cache: string; hits: number; misses: number }[] = [];
+    for (const cache of this.caches) {
+      const maps = Object.values(cache).filter((value): value is BoundedMap<unknown, unknown> => value instanceof BoundedMap);
+      if (maps.length === 0) continue;
+      let hits = 0;
+      let misses = 0;
+      for (const map of maps) {
+        hits += map.lookups.hits;
+        misses += map.lookups.misses;
+      }
+      counts.push({ cache: cache.name, hits, misses });
+    }
+    return counts;
   }
 
   /** Resets every cache. */

@@ -202,3 +202,20 @@ describe('the cache registry', () => {
     registry.unregister(good);
   });
 });
+
+describe('transaction timing', () => {
+  it('tells how long each transaction took and whether it committed', async () => {
+    const observed: [number, boolean][] = [];
+    const timed = new Kernel({ store, clock: () => 0, observeTransaction: (seconds, committed) => observed.push([seconds, committed]) });
+    await timed.write((ctx) => ctx.insert('identity-types', identityType('timed-1')));
+    await expect(
+      timed.write(async (ctx) => {
+        await ctx.insert('identity-types', identityType('timed-2'));
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect(observed.map(([, committed]) => committed)).toEqual([true, false]);
+    for (const [seconds] of observed) expect(seconds).toBeGreaterThanOrEqual(0);
+    expect(await store.db.selectFrom('identity_types').select('id').where('id', 'in', ['timed-1', 'timed-2']).execute()).toEqual([{ id: 'timed-1' }]);
+  });
+});

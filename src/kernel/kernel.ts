@@ -44,6 +44,8 @@ export interface KernelOptions {
   /** Where changes travel; in process by default. */
   feed?: ChangeFeed;
   log?: Pick<Logger, 'error'>;
+  /** Told how long each transaction took, in seconds, and whether it committed (metrics). */
+  observeTransaction?: (seconds: number, committed: boolean) => void;
 }
 
 export class Kernel {
@@ -51,6 +53,7 @@ export class Kernel {
   readonly clock: Clock;
   readonly changes: ChangeFeed;
   private readonly log: Pick<Logger, 'error'> | undefined;
+  private readonly observeTransaction: ((seconds: number, committed: boolean) => void) | undefined;
   private readonly repos = new Map<string, Repository>();
   private readonly defs = new Map<string, ResourceDef>();
 
@@ -58,6 +61,7 @@ export class Kernel {
     this.store = opts.store;
     this.clock = opts.clock;
     this.log = opts.log;
+    this.observeTransaction = opts.observeTransaction;
     this.changes =
       opts.feed ?? new InProcessFeed((err, change) => this.log?.error({ err, change }, 'a change listener failed'));
     for (const def of resourceDefs) this.repoFor(def);
@@ -115,6 +119,7 @@ export class Kernel {
         const batch = this.queue.splice(0, MAX_BATCH);
         const done: { write: QueuedWrite; value: unknown; after: (() => void)[]; record: ChangeRecord }[] = [];
         const failed: { write: QueuedWrite; err: unknown }[] = [];
+        const began = performance.now();
         try {
           await this.store.transaction(async (tx) => {
             for (const write of batch) {
@@ -137,10 +142,12 @@ export class Kernel {
             }
           });
         } catch (err) {
+          this.observeTransaction?.((performance.now() - began) / 1000, false);
           // The commit failed (or a write alone threw): nothing of the batch was written.
           for (const write of batch) write.reject(err);
           continue;
         }
+        this.observeTransaction?.((performance.now() - began) / 1000, true);
         for (const { write, err } of failed) write.reject(err);
         for (const { write, value, after, record } of done) {
           for (const f of after) {

@@ -16,6 +16,7 @@ import { CLIENT_ID } from '../../oidc/tokens.js';
 import { JWS_ALGORITHMS } from '../../oidc/jws.js';
 import { bearerToken, checkingBearer, CHALLENGE, peerCertificate, peerCertificates } from '../credentials.js';
 import { handleError, handleNotFound } from '../errors.js';
+import { requestContext } from '../request-log.js';
 import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
 import {
   enrollPage,
@@ -92,7 +93,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') oauth = new OAuthError('invalid_request', err.message);
         }
         if (!oauth) return handleError(err, request, reply, OIDC_STATUS);
-        request.log.info({ error: oauth.error, status: oauth.status }, oauth.description);
+        request.log.info({ ...requestContext(request), error: oauth.error, status: oauth.status }, oauth.description);
         if (oauth.headers) reply.headers(oauth.headers);
         return reply.code(oauth.status).headers(NO_STORE).type(JSON_TYPE).send(oauth.body());
       });

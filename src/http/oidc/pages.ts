@@ -10,6 +10,7 @@ import { OIDC_STATUS, type ApiError } from '../../errors.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import type { AuthRequest } from '../../oidc/flow.js';
 import { toApiError } from '../errors.js';
+import { requestContext } from '../request-log.js';
 
 // ---- negotiation --------------------------------------------------------------------------------
 
@@ -330,10 +331,10 @@ function messageOf(err: ApiError, step: Retry['step']): string {
 export function renderLoginError(request: FastifyRequest, reply: FastifyReply, err: unknown, retry: Retry): FastifyReply {
   const apiError = toApiError(err);
   if (apiError.status >= 500) {
-    request.log.error({ err }, 'a login page could not be answered');
+    request.log.error({ ...requestContext(request), err }, 'a login page could not be answered');
     return sendPage(reply, messagePage(apiError.status, 'Something went wrong', 'The sign-in could not be completed. Try again later.', apiError.headers));
   }
-  request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+  request.log.info({ ...requestContext(request), code: apiError.code, status: apiError.status }, apiError.message);
   if (apiError.code === 'NOT_FOUND') return sendPage(reply, expiredPage());
   // The status the OIDC routes answer it with (a wrong code is 400 there).
   const status = OIDC_STATUS[apiError.code] ?? apiError.status;
