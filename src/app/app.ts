@@ -40,6 +40,8 @@ import { secureDataDirectory } from './data-dir.js';
 import { Mfa } from '../auth/mfa.js';
 import { SecretBox } from '../auth/secret-box.js';
 import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
+import { Snapshots } from '../domain/snapshots.js';
+import { DataIntegrity } from '../domain/integrity.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -122,7 +124,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   await secureDataDirectory(config.dataDir, (path, message) => log.warn({ path }, message));
   await resolveFreePorts(config);
 
-  const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, 'overlay.db')));
+  const storeFile = 'overlay.db';
+  const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, storeFile)));
   try {
     const applied = await store.migrate([...appMigrations, ...(options.extraMigrations ?? [])]);
     if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
@@ -182,6 +185,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions });
     const clientAnswers = caches.register(new AnswerCache());
     const certificateSigner = new ClientCertificateSigner(pki, clock);
+    const snapshots = new Snapshots({ store, dir: config.dataDir, file: storeFile, clock, log });
+    const integrity = new DataIntegrity({ kernel, links, snapshots, clock, log });
     const core: Core = {
       config,
       clock,
@@ -213,6 +218,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']
           : [],
+      snapshots,
+      integrity,
     };
 
     const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';
@@ -249,6 +256,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         oidc.stop();
         oidcSettings.stop();
         revocations.stop();
+        await integrity.idle();
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();

@@ -25,6 +25,8 @@ import type { Enrollments } from '../domain/enrollments.js';
 import type { RouterEnrollments } from '../domain/router-enrollment.js';
 import type { CertificateExtension } from '../domain/certificate-extension.js';
 import type { ApiSessionCertificates } from '../domain/api-session-certificates.js';
+import type { Snapshots } from '../domain/snapshots.js';
+import type { DataIntegrity } from '../domain/integrity.js';
 
 export interface Core {
   readonly config: Config;
@@ -70,4 +72,8 @@ export interface Core {
   readonly clientAnswers: AnswerCache;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
+  /** Online copies of the store beside it. */
+  readonly snapshots: Snapshots;
+  /** Data integrity check and fix runs, one at a time. */
+  readonly integrity: DataIntegrity;
 }

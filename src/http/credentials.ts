@@ -156,7 +156,10 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
     if (session.isMfaRequired && !session.isMfaComplete && !partialAllowed) {
       throw unauthorized('multi-factor authentication is not complete', CHALLENGE.sessionInvalid);
     }
-    if (required.kind === 'admin' && !allows(identity, required.group, required.action)) {
+    if (
+      (required.kind === 'admin' && !allows(identity, required.group, required.action)) ||
+      (required.kind === 'admin-only' && !identity.isAdmin)
+    ) {
       throw unauthorized(
         'the caller is not permitted this operation',
         principal.bearer

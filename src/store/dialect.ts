@@ -31,5 +31,10 @@ export interface Dialect {
   /** Introspection for the schema test and data-integrity checks. */
   columns(table: string): Promise<ColumnInfo[]>;
   uniqueColumns(table: string): Promise<string[]>;
+  /**
+   * Copies the committed store, consistently, into the file `path` (created empty, owner-only, by the
+   * caller) while writes go on.
+   */
+  backup(path: string): Promise<void>;
   close(): Promise<void>;
 }

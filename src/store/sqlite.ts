@@ -47,6 +47,9 @@ function withStatementCache(database: Database.Database): SqliteDatabase {
   };
 }
 
+/** Pages a backup step may copy: all that remain, so one step copies everything. */
+const ALL_PAGES = 0x7fffffff;
+
 /** Mode of the database file and, through SQLite, of its -wal, -shm and journal files. */
 const FILE_MODE = 0o600;
 
@@ -117,6 +120,20 @@ export function openSqlite(path: string): Dialect {
         if (info.rows.length === 1) columns.push(info.rows[0]!.name);
       }
       return columns;
+    },
+    // A connection of its own, read-only: it sees committed data only, and copying every page in one
+    // step reads them all in one read transaction of the WAL, so writers go on and the copy is never
+    // restarted. (The writing connection's own backup is not used: started while one of its write
+    // transactions is open, better-sqlite3 13 finishes at once with an empty copy.)
+    async backup(target) {
+      if (path === ':memory:' || path === '') throw new Error('an in-memory store has no file to copy');
+      const source = new Database(path, { readonly: true, fileMustExist: true });
+      try {
+        source.pragma('busy_timeout = 5000');
+        await source.backup(target, { progress: () => ALL_PAGES });
+      } finally {
+        source.close();
+      }
     },
     async close() {
       await db.destroy();
