@@ -42,6 +42,7 @@ import { SecretBox } from '../auth/secret-box.js';
 import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
 import { Snapshots } from '../domain/snapshots.js';
 import { DataIntegrity } from '../domain/integrity.js';
+import { IdentityTraces } from '../domain/tracing.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -220,6 +221,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
           : [],
       snapshots,
       integrity,
+      traces: new IdentityTraces(clock, kernel.changes),
     };
 
     const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';

@@ -27,6 +27,7 @@ import type { CertificateExtension } from '../domain/certificate-extension.js';
 import type { ApiSessionCertificates } from '../domain/api-session-certificates.js';
 import type { Snapshots } from '../domain/snapshots.js';
 import type { DataIntegrity } from '../domain/integrity.js';
+import type { IdentityTraces } from '../domain/tracing.js';
 
 export interface Core {
   readonly config: Config;
@@ -76,4 +77,6 @@ export interface Core {
   readonly snapshots: Snapshots;
   /** Data integrity check and fix runs, one at a time. */
   readonly integrity: DataIntegrity;
+  /** Identities whose requests are traced, in memory. */
+  readonly traces: IdentityTraces;
 }

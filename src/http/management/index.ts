@@ -15,6 +15,7 @@ import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
 import { databaseRoutes } from './database.js';
+import { identityTracingRoutes } from './tracing.js';
 import { servicesRoutes } from './services.js';
 import { managementSessionsRoutes } from './sessions.js';
 import { actorOf, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
@@ -40,6 +41,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   operationsRoutes(app, core);
   relatedRoutes(app, core);
   databaseRoutes(app, core);
+  identityTracingRoutes(app, core);
   managementSessionsRoutes(app, {
     flavor,
     sessions: core.client.sessions,
