@@ -92,6 +92,10 @@ describe('database operations: who may', () => {
     expectError(await call(t, method, `${MGMT}${path}`, { token: reader }), 401, 'UNAUTHORIZED');
   });
 
+  it('an in-memory store is checked too', async () => {
+    expect(await run(t, admin, 'check')).toMatchObject({ error: null, results: [] });
+  });
+
   it('a snapshot of an in-memory store is refused, not faked', async () => {
     const res = await call(t, 'POST', `${MGMT}/database/snapshot`, { token: admin });
     expect(res.statusCode).toBe(500);
@@ -195,6 +199,17 @@ describe('data integrity', () => {
     expect(res).toMatchObject({ inProgress: false, fixingErrors: false, tooManyErrors: false, error: null, results: [] });
     expect(Date.parse(res.startTime)).toBe(t.clock());
     expect(res.endTime).not.toBeNull();
+  });
+
+  it('a check while clients write sees one moment of the store: clean', async () => {
+    const writes = Array.from({ length: 30 }, (_, i) =>
+      call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: `busy-${i}`, type: 'User', isAdmin: false, roleAttributes: ['staff'] } }),
+    );
+    const [started, ...written] = await Promise.all([call(t, 'POST', `${MGMT}/database/check-data-integrity`, { token: admin }), ...writes]);
+    expect(started.statusCode).toBe(202);
+    expect(written.every((r) => r.statusCode === 201)).toBe(true);
+    expect(await finished(t, admin)).toMatchObject({ error: null, results: [] });
+    for (const r of written) expect((await call(t, 'DELETE', `${MGMT}/identities/${json(r).data.id}`, { token: admin })).statusCode).toBe(200);
   });
 
   it('one run at a time, across check and fix', async () => {

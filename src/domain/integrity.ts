@@ -244,7 +244,7 @@ function uniqueChecks(kernel: Kernel): CheckGroup {
       const dialect = kernel.store.dialect;
       const out: Finding[] = [];
       for (const def of tableDefs()) {
-        const indexed = new Set(await dialect.uniqueColumns(def.table));
+        const indexed = new Set(await dialect.uniqueColumns(def.table, db));
         for (const [name, f] of Object.entries(def.fields)) {
           if (f.unique !== true || f.virtual === true) continue;
           const column = columnOf(name, f);
@@ -473,6 +473,19 @@ export class DataIntegrity {
     return this.pending;
   }
 
+  /**
+   * A group's findings, read in one read transaction of a connection of its own: one moment of the
+   * store, so writes going on meanwhile neither hold the check up nor show as damage half made.
+   */
+  private async find(group: CheckGroup): Promise<Finding[]> {
+    const reader = this.deps.kernel.store.dialect.reader();
+    try {
+      return await reader.db.transaction().execute((tx) => group.find(tx));
+    } finally {
+      await reader.close();
+    }
+  }
+
   private async execute(run: IntegrityRun, fix: boolean): Promise<void> {
     const { kernel, links, log } = this.deps;
     log.info({ fix }, 'data integrity run started');
@@ -487,7 +500,7 @@ export class DataIntegrity {
     }
     let found = 0;
     for (const group of checkGroups(kernel, links)) {
-      for (const finding of await group.find(kernel.store.db)) {
+      for (const finding of await this.find(group)) {
         found++;
         let fixed = false;
         if (fix && finding.repair) {

@@ -111,12 +111,12 @@ export function openSqlite(path: string): Dialect {
         select name, type, "notnull" from pragma_table_info(${table})`.execute(db);
       return rows.map((r): ColumnInfo => ({ name: r.name, ddlType: r.type.toLowerCase(), nullable: r.notnull === 0 }));
     },
-    async uniqueColumns(table) {
+    async uniqueColumns(table, ex = db) {
       const { rows } = await sql<{ name: string; unique: number; origin: string }>`
-        select name, "unique", origin from pragma_index_list(${table})`.execute(db);
+        select name, "unique", origin from pragma_index_list(${table})`.execute(ex);
       const columns: string[] = [];
       for (const index of rows.filter((r) => r.unique === 1 && r.origin !== 'pk')) {
-        const info = await sql<{ name: string }>`select name from pragma_index_info(${index.name})`.execute(db);
+        const info = await sql<{ name: string }>`select name from pragma_index_info(${index.name})`.execute(ex);
         if (info.rows.length === 1) columns.push(info.rows[0]!.name);
       }
       return columns;
@@ -134,6 +134,13 @@ export function openSqlite(path: string): Dialect {
       } finally {
         source.close();
       }
+    },
+    reader() {
+      if (path === ':memory:' || path === '') return { db, close: async () => undefined };
+      const database = new Database(path, { readonly: true, fileMustExist: true });
+      database.pragma('busy_timeout = 5000');
+      const reader = new Kysely({ dialect: new SqliteDialect({ database }) });
+      return { db: reader, close: () => reader.destroy() };
     },
     async close() {
       await db.destroy();
