@@ -13,8 +13,9 @@
 // first: their repairs may remove rows the later groups would otherwise report).
 // One run at a time, check or fix, in the background; its progress and results are kept in memory
 // for the results endpoint, like the established controller does.
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin, type RawBuilder } from 'kysely';
 import type { Clock } from '../clock.js';
 import { iso } from '../clock.js';
 import { ApiError } from '../errors.js';
@@ -108,14 +109,74 @@ async function rowExists(db: Db, table: string, id: string): Promise<boolean> {
 
 // ---- references ------------------------------------------------------------------------------------
 
-/** Rows of `table` whose `column` names no row of `target`. */
-async function dangling(db: Db, table: string, column: string, target: string, select: readonly string[]): Promise<Record<string, unknown>[]> {
+/** Rows a check reads per statement: the driver runs a statement to its end before anything else runs. */
+const PAGE = 5000;
+
+/**
+ * Visits every row of `table` (as `s`), in pages of at most PAGE rows in the order of `key` (its primary
+ * key), so that no statement of a check reads more than a page. `fixed` narrows to rows with these
+ * values of the leading key columns (the pages then follow the rest of the key, so each page is one
+ * range of the index); `extra` adds a computed column.
+ */
+async function scan(
+  db: Db,
+  table: string,
+  key: readonly string[],
+  columns: readonly string[],
+  visit: (rows: Record<string, unknown>[]) => void | Promise<void>,
+  opts: { fixed?: Record<string, unknown>; extra?: RawBuilder<unknown> } = {},
+): Promise<void> {
+  const fixed = Object.entries(opts.fixed ?? {});
+  const rest = key.filter((k) => !fixed.some(([f]) => f === k));
+  const restRefs = sql.join(rest.map((k) => sql.ref(`s.${k}`)));
+  const selected = [...new Set([...key, ...columns])].map((c) => sql.ref(`s.${c}`));
+  const list = opts.extra ? sql.join([...selected, opts.extra]) : sql.join(selected);
+  let after: unknown[] | undefined;
+  for (;;) {
+    const conditions: RawBuilder<unknown>[] = fixed.map(([column, value]) => sql`${sql.ref(`s.${column}`)} = ${value}`);
+    if (after) conditions.push(sql`(${restRefs}) > (${sql.join(after)})`);
+    const where = conditions.length > 0 ? sql`where ${sql.join(conditions, sql` and `)}` : sql``;
+    const { rows } = await sql<Record<string, unknown>>`
+      select ${list} from ${sql.table(table)} as s ${where} order by ${restRefs} limit ${PAGE}`.execute(db);
+    await visit(rows);
+    if (rows.length < PAGE) return;
+    const last = rows[rows.length - 1]!;
+    after = rest.map((k) => last[k]);
+  }
+}
+
+/** Rows of `table` whose `column` names no row of `target`; `key` is the table's primary key. */
+async function dangling(
+  db: Db,
+  table: string,
+  key: readonly string[],
+  column: string,
+  target: string,
+  select: readonly string[],
+  fixed?: Record<string, unknown>,
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
   const ref = sql.ref(`s.${column}`);
-  const columns = sql.join(select.map((c) => sql.ref(`s.${c}`)));
-  const { rows } = await sql<Record<string, unknown>>`
-    select ${columns} from ${sql.table(table)} as s
-    where ${ref} is not null and not exists (select 1 from ${sql.table(target)} as t where t.id = ${ref})`.execute(db);
-  return rows;
+  const present = sql`(exists (select 1 from ${sql.table(target)} as t where t.id = ${ref})) as integrity_present`;
+  await scan(
+    db,
+    table,
+    key,
+    [...select, column],
+    (rows) => {
+      for (const row of rows) if (row[column] !== null && !truthy(row.integrity_present)) out.push(row);
+    },
+    fixed ? { extra: present, fixed } : { extra: present },
+  );
+  return out;
+}
+
+/** The primary key of the role attribute index. */
+const INDEX_KEY = ['kind', 'attribute', 'entity_id'];
+
+/** A boolean as the driver answers it (SQLite: 0 or 1). */
+function truthy(value: unknown): boolean {
+  return value === true || value === 1 || value === 1n;
 }
 
 function referenceChecks(links: PolicyLinks): CheckGroup {
@@ -130,7 +191,7 @@ function referenceChecks(links: PolicyLinks): CheckGroup {
           const target = defOf(f.ref.collection);
           const targetTable = target.readFrom ?? target.table;
           const column = columnOf(name, f);
-          for (const row of await dangling(db, def.table, column, targetTable, ['id', column])) {
+          for (const row of await dangling(db, def.table, ['id'], column, targetTable, ['id'])) {
             const id = String(row.id);
             const ref = String(row[column]);
             const still = async (ctx: WriteContext) =>
@@ -168,7 +229,7 @@ function referenceChecks(links: PolicyLinks): CheckGroup {
           [t.policy, t.entity],
           [t.entity, t.policy],
         ] as const) {
-          for (const row of await dangling(db, t.table, side.column, side.table, [t.policy.column, t.entity.column])) {
+          for (const row of await dangling(db, t.table, [t.policy.column, t.entity.column], side.column, side.table, [])) {
             const policyId = String(row[t.policy.column]);
             const entityId = String(row[t.entity.column]);
             const missing = String(row[side.column]);
@@ -189,7 +250,7 @@ function referenceChecks(links: PolicyLinks): CheckGroup {
       // Both sides of every link list table.
       for (const l of LINK_LISTS) {
         for (const side of [l.owner, l.member]) {
-          for (const row of await dangling(db, l.table, side.column, side.table, [l.owner.column, l.member.column])) {
+          for (const row of await dangling(db, l.table, [l.owner.column, l.member.column], side.column, side.table, [])) {
             const ownerId = String(row[l.owner.column]);
             const memberId = String(row[l.member.column]);
             const missing = String(row[side.column]);
@@ -208,10 +269,11 @@ function referenceChecks(links: PolicyLinks): CheckGroup {
       }
       // The role attribute index, kind by kind.
       for (const k of Object.values(ROLE_KINDS)) {
-        const { rows } = await sql<{ entity_id: string }>`
-          select distinct r.entity_id from role_attribute_index as r
-          where r.kind = ${k.kind} and not exists (select 1 from ${sql.table(k.table)} as t where t.id = r.entity_id)`.execute(db);
-        for (const { entity_id: id } of rows) {
+        const missing = new Set<string>();
+        for (const row of await dangling(db, 'role_attribute_index', INDEX_KEY, 'entity_id', k.table, [], { kind: k.kind })) {
+          missing.add(String(row.entity_id));
+        }
+        for (const id of missing) {
           out.push({
             description: `role_attribute_index: attributes of ${k.label} ${id}, which does not exist; they are removed`,
             repair: async (ctx) => {
@@ -306,19 +368,20 @@ interface KindEntities {
 }
 
 async function loadKind(db: Db, spec: KindSpec): Promise<KindEntities> {
-  const rows = await db.selectFrom(spec.table).select(['id', 'role_attributes']).execute();
   const kind: KindEntities = { spec, ids: new Set(), attributes: new Map(), byAttribute: new Map() };
-  for (const row of rows) {
-    const id = String(row.id);
-    const attributes = new Set(jsonList(row.role_attributes));
-    kind.ids.add(id);
-    kind.attributes.set(id, attributes);
-    for (const a of attributes) {
-      let set = kind.byAttribute.get(a);
-      if (!set) kind.byAttribute.set(a, (set = new Set()));
-      set.add(id);
+  await scan(db, spec.table, ['id'], ['role_attributes'], (rows) => {
+    for (const row of rows) {
+      const id = String(row.id);
+      const attributes = new Set(jsonList(row.role_attributes));
+      kind.ids.add(id);
+      kind.attributes.set(id, attributes);
+      for (const a of attributes) {
+        let set = kind.byAttribute.get(a);
+        if (!set) kind.byAttribute.set(a, (set = new Set()));
+        set.add(id);
+      }
     }
-  }
+  });
   return kind;
 }
 
@@ -332,16 +395,26 @@ function derivedChecks(kernel: Kernel, links: PolicyLinks): CheckGroup {
 
       // The role attribute index against each entity's attributes.
       for (const kind of kinds.values()) {
-        const rows = await db.selectFrom('role_attribute_index').select(['entity_id', 'attribute']).where('kind', '=', kind.spec.kind).execute();
         const indexed = new Map<string, Set<string>>();
-        for (const r of rows) {
-          const id = String(r.entity_id);
-          if (!kind.ids.has(id)) continue; // a missing entity: a reference finding
-          let set = indexed.get(id);
-          if (!set) indexed.set(id, (set = new Set()));
-          set.add(String(r.attribute));
-        }
+        await scan(
+          db,
+          'role_attribute_index',
+          INDEX_KEY,
+          [],
+          (rows) => {
+            for (const r of rows) {
+              const id = String(r.entity_id);
+              if (!kind.ids.has(id)) continue; // a missing entity: a reference finding
+              let set = indexed.get(id);
+              if (!set) indexed.set(id, (set = new Set()));
+              set.add(String(r.attribute));
+            }
+          },
+          { fixed: { kind: kind.spec.kind } },
+        );
+        const pace = pacer();
         for (const [id, attributes] of kind.attributes) {
+          await pace();
           const have = indexed.get(id) ?? new Set<string>();
           const missing = [...attributes].filter((a) => !have.has(a));
           const extra = [...have].filter((a) => !attributes.has(a));
@@ -372,17 +445,20 @@ function derivedChecks(kernel: Kernel, links: PolicyLinks): CheckGroup {
           .execute();
         for (const l of spec.lists) {
           const kind = kinds.get(l.kind)!;
-          const rows = await db.selectFrom(l.linkTable).select(['policy_id', l.linkColumn]).execute();
           const linked = new Map<string, Set<string>>();
-          for (const r of rows) {
-            const entityId = String(r[l.linkColumn]);
-            if (!kind.ids.has(entityId)) continue; // a missing entity: a reference finding
-            const policyId = String(r.policy_id);
-            let set = linked.get(policyId);
-            if (!set) linked.set(policyId, (set = new Set()));
-            set.add(entityId);
-          }
+          await scan(db, l.linkTable, ['policy_id', l.linkColumn], [], (rows) => {
+            for (const r of rows) {
+              const entityId = String(r[l.linkColumn]);
+              if (!kind.ids.has(entityId)) continue; // a missing entity: a reference finding
+              const policyId = String(r.policy_id);
+              let set = linked.get(policyId);
+              if (!set) linked.set(policyId, (set = new Set()));
+              set.add(entityId);
+            }
+          });
+          const pace = pacer();
           for (const p of policies) {
+            await pace();
             const policyId = String(p.id);
             const roles = parseRoles(jsonList(p[l.column]));
             const semantic = String(p.semantic);
@@ -418,6 +494,37 @@ function derivedChecks(kernel: Kernel, links: PolicyLinks): CheckGroup {
 }
 
 // ---- the runs ------------------------------------------------------------------------------------------
+
+/** Lets the event loop run: timers, I/O, requests and the kernel's writes. */
+export function breathe(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Time a check computes at most before it lets the event loop run. */
+const SLICE_MS = 20;
+
+/** Answers a function to await in long loops: it lets the event loop run once a slice has passed. */
+function pacer(): () => Promise<void> {
+  let last = performance.now();
+  return async () => {
+    if (performance.now() - last < SLICE_MS) return;
+    await breathe();
+    last = performance.now();
+  };
+}
+
+/**
+ * The driver runs each statement synchronously and a chain of awaited results never leaves the
+ * microtask queue, so a check of thousands of statements would hold every request and write until
+ * it ends: after each statement of a check, the event loop runs first.
+ */
+const YIELDING: KyselyPlugin = {
+  transformQuery: (args) => args.node,
+  transformResult: async (args) => {
+    await breathe();
+    return args.result;
+  },
+};
 
 /** The check groups, in the order a fix repairs them. */
 export function checkGroups(kernel: Kernel, links: PolicyLinks): readonly CheckGroup[] {
@@ -480,7 +587,7 @@ export class DataIntegrity {
   private async find(group: CheckGroup): Promise<Finding[]> {
     const reader = this.deps.kernel.store.dialect.reader();
     try {
-      return await reader.db.transaction().execute((tx) => group.find(tx));
+      return await reader.db.withPlugin(YIELDING).transaction().execute((tx) => group.find(tx));
     } finally {
       await reader.close();
     }

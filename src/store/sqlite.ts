@@ -47,8 +47,8 @@ function withStatementCache(database: Database.Database): SqliteDatabase {
   };
 }
 
-/** Pages a backup step may copy: all that remain, so one step copies everything. */
-const ALL_PAGES = 0x7fffffff;
+/** Pages a backup step copies (1 MiB of 4 KiB pages): a few milliseconds of the event loop each. */
+const PAGES_PER_STEP = 256;
 
 /** Mode of the database file and, through SQLite, of its -wal, -shm and journal files. */
 const FILE_MODE = 0o600;
@@ -121,16 +121,20 @@ export function openSqlite(path: string): Dialect {
       }
       return columns;
     },
-    // A connection of its own, read-only: it sees committed data only, and copying every page in one
-    // step reads them all in one read transaction of the WAL, so writers go on and the copy is never
-    // restarted. (The writing connection's own backup is not used: started while one of its write
-    // transactions is open, better-sqlite3 13 finishes at once with an empty copy.)
+    // A connection of its own, read-only, in one read transaction held from the first page to the
+    // last: it sees the committed store of one moment (WAL), writers go on, and the copy is never
+    // restarted by their commits. Copied a few pages per step, so the event loop (and with it the
+    // writers) runs between steps. (The writing connection's own backup is not used: started while
+    // one of its write transactions is open, better-sqlite3 13 finishes at once with an empty copy.)
     async backup(target) {
       if (path === ':memory:' || path === '') throw new Error('an in-memory store has no file to copy');
       const source = new Database(path, { readonly: true, fileMustExist: true });
       try {
         source.pragma('busy_timeout = 5000');
-        await source.backup(target, { progress: () => ALL_PAGES });
+        source.exec('begin');
+        source.prepare('select count(*) from sqlite_schema').get(); // the read transaction starts here
+        await source.backup(target, { progress: () => PAGES_PER_STEP });
+        source.exec('commit');
       } finally {
         source.close();
       }
