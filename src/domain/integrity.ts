@@ -19,7 +19,7 @@ import { sql, type KyselyPlugin, type RawBuilder } from 'kysely';
 import type { Clock } from '../clock.js';
 import { iso } from '../clock.js';
 import { ApiError } from '../errors.js';
-import type { Kernel, WriteContext } from '../kernel/kernel.js';
+import { MAX_BATCH, type Kernel, type WriteContext } from '../kernel/kernel.js';
 import type { PolicyLinks } from '../policy/links.js';
 import { matchesParsed, parseRoles } from '../policy/roles.js';
 import { resourceDefs, type ResourceName } from '../resources/index.js';
@@ -38,6 +38,8 @@ import type { Snapshots } from './snapshots.js';
 
 /** Results kept at most; more set tooManyErrors (the established controller's bound). */
 export const MAX_RESULTS = 1000;
+/** Repairs handed to the kernel at once: as many as share one commit. */
+const REPAIR_BATCH = MAX_BATCH;
 /** Ids named in one description at most. */
 const MAX_IDS_SHOWN = 5;
 
@@ -98,8 +100,16 @@ function shown(ids: readonly string[]): string {
   return ids.length > MAX_IDS_SHOWN ? `${head} and ${ids.length - MAX_IDS_SHOWN} more` : head;
 }
 
+/** A stored JSON list; text that is not one (damage of its own) reads as empty, so the check goes on. */
 function jsonList(value: unknown): string[] {
-  const list = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+  let list = value;
+  if (typeof value === 'string') {
+    try {
+      list = JSON.parse(value) as unknown;
+    } catch {
+      return [];
+    }
+  }
   return Array.isArray(list) ? list.map(String) : [];
 }
 
@@ -593,6 +603,18 @@ export class DataIntegrity {
     }
   }
 
+  /** Repairs one finding in a kernel write; answers whether it was repaired. */
+  private async repair(finding: Finding): Promise<boolean> {
+    if (!finding.repair) return false;
+    try {
+      await this.deps.kernel.write(finding.repair);
+      return true;
+    } catch (err) {
+      this.deps.log.error({ err, description: finding.description }, 'data integrity repair failed');
+      return false;
+    }
+  }
+
   private async execute(run: IntegrityRun, fix: boolean): Promise<void> {
     const { kernel, links, log } = this.deps;
     log.info({ fix }, 'data integrity run started');
@@ -607,20 +629,19 @@ export class DataIntegrity {
     }
     let found = 0;
     for (const group of checkGroups(kernel, links)) {
-      for (const finding of await this.find(group)) {
-        found++;
-        let fixed = false;
-        if (fix && finding.repair) {
-          try {
-            await kernel.write(finding.repair);
-            fixed = true;
-          } catch (err) {
-            log.error({ err, description: finding.description }, 'data integrity repair failed');
-          }
+      const findings = await this.find(group);
+      // Repairs are handed to the kernel a batch at a time, so they share its commits (each in a
+      // savepoint of its own: one that fails is undone alone); in order, so a unique index is made
+      // after the renames that free its values.
+      for (let i = 0; i < findings.length; i += REPAIR_BATCH) {
+        const batch = findings.slice(i, i + REPAIR_BATCH);
+        const fixed = await Promise.all(batch.map((finding) => (fix ? this.repair(finding) : false)));
+        for (const [j, finding] of batch.entries()) {
+          found++;
+          log.warn({ group: group.name, description: finding.description, fixed: fixed[j] }, 'data integrity error found');
+          if (run.results.length < MAX_RESULTS) run.results.push({ description: finding.description, fixed: fixed[j]! });
+          else run.tooManyErrors = true;
         }
-        log.warn({ group: group.name, description: finding.description, fixed }, 'data integrity error found');
-        if (run.results.length < MAX_RESULTS) run.results.push({ description: finding.description, fixed });
-        else run.tooManyErrors = true;
       }
     }
     log.info({ fix, found }, 'data integrity run finished');
