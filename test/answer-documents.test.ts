@@ -65,6 +65,9 @@ const DIFFERENCES: Record<string, string> = {
   'client:createSession': 'established: declares no 409, which its controller answers for a session refused by posture checks (INVALID_POSTURE), as this one does',
   'management:listSessions': 'sessionManagementDetail requires token; never shown to admins (decision)',
   'management:detailSession': 'sessionManagementDetail requires token; never shown to admins (decision)',
+  // data integrity
+  'management:dataIntegrityResults':
+    'established: requires startTime, endTime and error as strings; its controller answers null before a run and while one runs, and null error when none, as this one does',
   // posture responses and posture data
   'management:getIdentityPostureData':
     'established: requires unlockedAt and wokenAt, which its controller answers null until a device reports them; this one leaves them out (no null date-times)',

@@ -43,6 +43,9 @@ import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
 import { createLogger, RequestScope } from './logger.js';
 import { Metrics } from './metrics.js';
 import { Readiness } from './readiness.js';
+import { Snapshots } from '../domain/snapshots.js';
+import { DataIntegrity } from '../domain/integrity.js';
+import { IdentityTraces } from '../domain/tracing.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -116,7 +119,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   await secureDataDirectory(config.dataDir, (path, message) => log.warn({ path }, message));
   await resolveFreePorts(config);
 
-  const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, 'overlay.db')));
+  const storeFile = 'overlay.db';
+  const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, storeFile)));
   const metrics = new Metrics();
   try {
     const allMigrations = [...appMigrations, ...(options.extraMigrations ?? [])];
@@ -179,6 +183,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions });
     const clientAnswers = caches.register(new AnswerCache());
     const certificateSigner = new ClientCertificateSigner(pki, clock);
+    const snapshots = new Snapshots({ store, dir: config.dataDir, file: storeFile, clock, log });
+    const integrity = new DataIntegrity({ kernel, links, snapshots, clock, log });
     const core: Core = {
       config,
       clock,
@@ -213,6 +219,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       metrics,
       readiness,
       requestScope,
+      snapshots,
+      integrity,
+      traces: new IdentityTraces(clock, kernel.changes),
     };
     metrics.setSources({
       apiSessions: () => countRows(store, 'api_sessions'),
@@ -255,6 +264,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         oidc.stop();
         oidcSettings.stop();
         revocations.stop();
+        await integrity.idle();
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();

@@ -28,6 +28,9 @@ import type { ApiSessionCertificates } from '../domain/api-session-certificates.
 import type { Metrics } from './metrics.js';
 import type { Readiness } from './readiness.js';
 import type { RequestScope } from './logger.js';
+import type { Snapshots } from '../domain/snapshots.js';
+import type { DataIntegrity } from '../domain/integrity.js';
+import type { IdentityTraces } from '../domain/tracing.js';
 
 export interface Core {
   readonly config: Config;
@@ -79,4 +82,10 @@ export interface Core {
   readonly readiness: Readiness;
   /** The request being handled, for the request id on every log line written on its behalf. */
   readonly requestScope: RequestScope;
+  /** Online copies of the store beside it. */
+  readonly snapshots: Snapshots;
+  /** Data integrity check and fix runs, one at a time. */
+  readonly integrity: DataIntegrity;
+  /** Identities whose requests are traced, in memory. */
+  readonly traces: IdentityTraces;
 }

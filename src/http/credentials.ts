@@ -15,6 +15,7 @@ import type { Caller } from '../domain/client/caller.js';
 import { BearerError } from '../oidc/bearer.js';
 import type { AccessClaims } from '../oidc/tokens.js';
 import { SESSION } from './auth-requirements.js';
+import { traceRequest } from './tracing.js';
 
 export interface Principal {
   identity: IdentityState;
@@ -151,12 +152,16 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
     const required = request.routeOptions.config.auth ?? SESSION;
     if (required.kind === 'none') return;
     const principal = await resolvePrincipal(core, request);
+    traceRequest(core.traces, request, principal);
     const { session, identity } = principal;
     const partialAllowed = required.kind === 'session' && required.partial === true;
     if (session.isMfaRequired && !session.isMfaComplete && !partialAllowed) {
       throw unauthorized('multi-factor authentication is not complete', CHALLENGE.sessionInvalid);
     }
-    if (required.kind === 'admin' && !allows(identity, required.group, required.action)) {
+    if (
+      (required.kind === 'admin' && !allows(identity, required.group, required.action)) ||
+      (required.kind === 'admin-only' && !identity.isAdmin)
+    ) {
       throw unauthorized(
         'the caller is not permitted this operation',
         principal.bearer

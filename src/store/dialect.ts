@@ -30,6 +30,18 @@ export interface Dialect {
   isForeignKeyViolation(err: unknown): boolean;
   /** Introspection for the schema test and data-integrity checks. */
   columns(table: string): Promise<ColumnInfo[]>;
-  uniqueColumns(table: string): Promise<string[]>;
+  /** The single columns a unique index covers; read through `ex` when given (a reader's transaction). */
+  uniqueColumns(table: string, ex?: Db): Promise<string[]>;
+  /**
+   * Copies the committed store, consistently, into the file `path` (created empty, owner-only, by the
+   * caller) while writes go on.
+   */
+  backup(path: string): Promise<void>;
+  /**
+   * A read-only connection of its own, for long reads that must see one moment of the store without
+   * holding writers up (the data integrity checks); the store's own connection where there can be
+   * no other (an in-memory store). Closed by the caller.
+   */
+  reader(): { db: Db; close(): Promise<void> };
   close(): Promise<void>;
 }

@@ -14,6 +14,8 @@ import { operationsRoutes } from './operations.js';
 import { policiesRoutes } from './policies.js';
 import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
+import { databaseRoutes } from './database.js';
+import { identityTracingRoutes } from './tracing.js';
 import { servicesRoutes } from './services.js';
 import { managementSessionsRoutes } from './sessions.js';
 import { actorOf, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
@@ -38,6 +40,8 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   routersRoutes(app, core);
   operationsRoutes(app, core);
   relatedRoutes(app, core);
+  databaseRoutes(app, core);
+  identityTracingRoutes(app, core);
   managementSessionsRoutes(app, {
     flavor,
     sessions: core.client.sessions,
