@@ -2,6 +2,7 @@
 // listener. Client certificates are asked for but not required. The listener's options bound what a
 // slow, silent or greedy client may hold (connection-limits.ts).
 import { randomUUID } from 'node:crypto';
+import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
@@ -102,4 +103,50 @@ export function listenAddress(bindPoint: BindPoint): { host: string; port: numbe
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(bindPoint.interface);
   if (!m) throw new Error(`bad interface address ${bindPoint.interface}`);
   return { host: m[1] ?? m[2]!, port: Number(m[3]) };
+}
+
+/**
+ * Binds a bind point's interface before anything else happens at start-up, so a busy port or an
+ * address this host does not have stops the start while the data directory is still untouched. The
+ * bound socket is handed to the bind point's TLS server by {@link serveOn}; port 0 gets a free port.
+ */
+export async function bindInterface(bindPoint: BindPoint): Promise<NetServer> {
+  const { host, port } = listenAddress(bindPoint);
+  const server = createNetServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === 'EADDRINUSE'
+          ? 'the port is in use (another controller, or another program): stop it or choose another address with --listen'
+          : err.code === 'EADDRNOTAVAIL'
+            ? 'this host has no such address: listen on one of its addresses (or 0.0.0.0) and advertise the public name with --advertise'
+            : err.code === 'EACCES'
+              ? 'ports below 1024 need privileges: choose a port of 1024 or more, or grant the capability (CAP_NET_BIND_SERVICE)'
+              : `${err.message}`;
+      reject(new Error(`cannot listen on ${bindPoint.interface}: ${why}; nothing was created or changed`));
+    });
+    server.listen({ host, port, exclusive: true }, resolve);
+  });
+  return server;
+}
+
+/** The port a bound interface got (the one asked for, or the free one chosen for port 0). */
+export function boundPort(server: NetServer): number {
+  const address = server.address();
+  return typeof address === 'object' && address !== null ? address.port : 0;
+}
+
+/**
+ * Serves `app` on the socket `bound` holds (Node's listen(handle) takes over its handle). From then
+ * on closing the app closes the socket; `bound` itself must not be closed.
+ */
+export async function serveOn(app: FastifyInstance, bound: NetServer): Promise<void> {
+  await app.ready();
+  await new Promise<void>((resolve, reject) => {
+    app.server.once('error', reject);
+    app.server.listen(bound, () => {
+      app.server.off('error', reject);
+      resolve();
+    });
+  });
 }
