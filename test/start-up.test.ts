@@ -188,13 +188,17 @@ describe('nothing is created or changed before every interface is bound', () => 
     await new Promise<void>((resolve) => again.close(() => resolve()));
   });
 
-  it('serves on the interface it bound first', async () => {
+  it('serves on the interface it bound first, answering a client that connected during the start', async () => {
     const t = await startTestController({ env: ADMIN_ENV });
     cleanups.push(() => t.close());
-    const [url] = await t.app.listen();
-    const port = Number(new URL(url!).port);
+    const port = Number(t.config.web[0]!.bindPoints[0]!.interface.split(':')[1]);
     expect(port).toBeGreaterThan(0);
-    expect(t.config.web[0]!.bindPoints[0]!.interface).toBe(`127.0.0.1:${port}`);
+    // A client that connects while the controller is still starting is answered once it serves.
+    const early = overTls(t, port, 'GET', '/edge/client/v1/version');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const [url] = await t.app.listen();
+    expect(url).toBe(`https://127.0.0.1:${port}`);
+    expect((await early).statusCode).toBe(200);
     const res = await overTls(t, port, 'GET', '/edge/client/v1/version');
     expect(res.statusCode).toBe(200);
     expect(JSON.parse(res.body).data.apiVersions['edge-client'].v1.apiBaseUrls).toEqual([`https://127.0.0.1:${port}/edge/client/v1`]);

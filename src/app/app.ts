@@ -1,6 +1,5 @@
 // Composition root: createApp(config) opens the store, migrates it, loads or creates the PKI,
 // registers the resources and builds one TLS server per bind point. Nothing is a module singleton.
-import type { Server as NetServer } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
@@ -41,7 +40,7 @@ import { acquireDataDirLock, checkDataDirLock, LOCK_FILE, type DataDirLock } fro
 import { ADMIN_PASSWORD_FILE, followAdminPasswordFile } from './admin-password-file.js';
 import { Mfa } from '../auth/mfa.js';
 import { SecretBox } from '../auth/secret-box.js';
-import { bindInterface, boundPort, buildServer, serveOn, type ServerOptions } from './listeners.js';
+import { bindInterface, boundPort, buildServer, closeBound, serveOn, type BoundInterface, type ServerOptions } from './listeners.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -65,19 +64,19 @@ export interface RunningServer {
   bindPoint: BindPoint;
   app: FastifyInstance;
   /** The interface, bound before anything else at start-up; `app` serves on it from listen(). */
-  bound: NetServer;
+  bound: BoundInterface;
 }
 
 /**
  * Binds every bind point's interface, in order; on a failure, closes those already bound. A port of
  * 0 becomes the free port bound, in the interface and (when it says 0 too) the advertised address.
  */
-async function bindInterfaces(config: Config): Promise<Map<BindPoint, NetServer>> {
-  const bound = new Map<BindPoint, NetServer>();
+async function bindInterfaces(config: Config): Promise<Map<BindPoint, BoundInterface>> {
+  const bound = new Map<BindPoint, BoundInterface>();
   try {
     for (const listener of config.web) {
       for (const bp of listener.bindPoints) {
-        const server = await bindInterface(bp);
+        const server = await bindInterface(bp, listener.options.maxConnections);
         bound.set(bp, server);
         const iface = parseHostPort(bp.interface, { allowPortZero: true });
         if (iface.port !== 0) continue;
@@ -93,8 +92,8 @@ async function bindInterfaces(config: Config): Promise<Map<BindPoint, NetServer>
   return bound;
 }
 
-function closeAll(servers: readonly NetServer[]): Promise<void> {
-  return Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))).then(() => undefined);
+function closeAll(bound: readonly BoundInterface[]): Promise<void> {
+  return Promise.all(bound.map(closeBound)).then(() => undefined);
 }
 
 export interface App {

@@ -2,7 +2,7 @@
 // listener. Client certificates are asked for but not required. The listener's options bound what a
 // slow, silent or greedy client may hold (connection-limits.ts).
 import { randomUUID } from 'node:crypto';
-import { createServer as createNetServer, type Server as NetServer } from 'node:net';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
@@ -105,14 +105,31 @@ export function listenAddress(bindPoint: BindPoint): { host: string; port: numbe
   return { host: m[1] ?? m[2]!, port: Number(m[3]) };
 }
 
+/** A bind point's interface, bound at start-up, and the connections that arrived before serving. */
+export interface BoundInterface {
+  server: NetServer;
+  /** Accepted while the controller was still starting, paused; handed to the TLS server by serveOn. */
+  early: Set<Socket>;
+}
+
 /**
  * Binds a bind point's interface before anything else happens at start-up, so a busy port or an
  * address this host does not have stops the start while the data directory is still untouched. The
  * bound socket is handed to the bind point's TLS server by {@link serveOn}; port 0 gets a free port.
+ * A client connecting in between (a load balancer's probe) is held, at most `maxEarly` of them, and
+ * answered once the controller serves.
  */
-export async function bindInterface(bindPoint: BindPoint): Promise<NetServer> {
+export async function bindInterface(bindPoint: BindPoint, maxEarly: number): Promise<BoundInterface> {
   const { host, port } = listenAddress(bindPoint);
-  const server = createNetServer();
+  const early = new Set<Socket>();
+  const server = createNetServer({ pauseOnConnect: true }, (socket) => {
+    if (early.size >= maxEarly) {
+      socket.destroy();
+      return;
+    }
+    early.add(socket);
+    socket.once('close', () => early.delete(socket));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       const why =
@@ -127,26 +144,38 @@ export async function bindInterface(bindPoint: BindPoint): Promise<NetServer> {
     });
     server.listen({ host, port, exclusive: true }, resolve);
   });
-  return server;
+  return { server, early };
 }
 
 /** The port a bound interface got (the one asked for, or the free one chosen for port 0). */
-export function boundPort(server: NetServer): number {
-  const address = server.address();
+export function boundPort(bound: BoundInterface): number {
+  const address = bound.server.address();
   return typeof address === 'object' && address !== null ? address.port : 0;
 }
 
+/** Closes a bound interface that was never served, and the connections it held. */
+export function closeBound(bound: BoundInterface): Promise<void> {
+  for (const socket of bound.early) socket.destroy();
+  return new Promise<void>((resolve) => bound.server.close(() => resolve()));
+}
+
 /**
- * Serves `app` on the socket `bound` holds (Node's listen(handle) takes over its handle). From then
- * on closing the app closes the socket; `bound` itself must not be closed.
+ * Serves `app` on the socket `bound` holds (Node's listen(handle) takes over its handle), then hands
+ * it the connections that came early. From then on closing the app closes the socket; `bound.server`
+ * itself must not be closed.
  */
-export async function serveOn(app: FastifyInstance, bound: NetServer): Promise<void> {
+export async function serveOn(app: FastifyInstance, bound: BoundInterface): Promise<void> {
   await app.ready();
   await new Promise<void>((resolve, reject) => {
     app.server.once('error', reject);
-    app.server.listen(bound, () => {
+    app.server.listen(bound.server, () => {
       app.server.off('error', reject);
       resolve();
     });
   });
+  for (const socket of bound.early) {
+    socket.removeAllListeners('close');
+    app.server.emit('connection', socket);
+  }
+  bound.early.clear();
 }
