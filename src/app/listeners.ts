@@ -10,6 +10,7 @@ import { installCors } from '../http/cors.js';
 import { handleError, handleNotFound } from '../http/errors.js';
 import { jsonBodyParser } from '../http/json-body.js';
 import { validatorCompiler } from '../http/validation.js';
+import { lazySerializers } from '../http/lazy-serializer.js';
 import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
 import { clientRoutes } from '../http/client/index.js';
 import { managementRoutes } from '../http/management/index.js';
@@ -55,6 +56,7 @@ export async function buildServer(
     // One log line per failed request (from the error handler), none per successful one.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: () => randomUUID(),
+    schemaController: lazySerializers(),
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
