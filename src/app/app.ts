@@ -1,6 +1,5 @@
 // Composition root: createApp(config) opens the store, migrates it, loads or creates the PKI,
 // registers the resources and builds one TLS server per bind point. Nothing is a module singleton.
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
@@ -36,16 +35,18 @@ import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
-import { secureDataDirectory } from './data-dir.js';
+import { createDataDirectory, inDataDir, secureDataDirectory } from './data-dir.js';
+import { acquireDataDirLock, checkDataDirLock, LOCK_FILE, type DataDirLock } from './data-dir-lock.js';
+import { ADMIN_PASSWORD_FILE, followAdminPasswordFile } from './admin-password-file.js';
 import { Mfa } from '../auth/mfa.js';
 import { SecretBox } from '../auth/secret-box.js';
-import { buildServer, listenAddress, type ServerOptions } from './listeners.js';
 import { createLogger, RequestScope } from './logger.js';
 import { Metrics } from './metrics.js';
 import { Readiness } from './readiness.js';
 import { Snapshots } from '../domain/snapshots.js';
 import { DataIntegrity } from '../domain/integrity.js';
 import { IdentityTraces } from '../domain/tracing.js';
+import { bindInterface, boundPort, buildServer, closeBound, serveOn, type BoundInterface, type ServerOptions } from './listeners.js';
 
 export interface AppOptions {
   clock?: Clock;
@@ -70,6 +71,37 @@ export interface RunningServer {
   listener: ListenerConfig;
   bindPoint: BindPoint;
   app: FastifyInstance;
+  /** The interface, bound before anything else at start-up; `app` serves on it from listen(). */
+  bound: BoundInterface;
+}
+
+/**
+ * Binds every bind point's interface, in order; on a failure, closes those already bound. A port of
+ * 0 becomes the free port bound, in the interface and (when it says 0 too) the advertised address.
+ */
+async function bindInterfaces(config: Config): Promise<Map<BindPoint, BoundInterface>> {
+  const bound = new Map<BindPoint, BoundInterface>();
+  try {
+    for (const listener of config.web) {
+      for (const bp of listener.bindPoints) {
+        const server = await bindInterface(bp, listener.options.maxConnections);
+        bound.set(bp, server);
+        const iface = parseHostPort(bp.interface, { allowPortZero: true });
+        if (iface.port !== 0) continue;
+        bp.interface = formatHostPort(iface.host, boundPort(server));
+        const advertised = parseHostPort(bp.address, { allowPortZero: true });
+        if (advertised.port === 0) bp.address = formatHostPort(advertised.host, boundPort(server));
+      }
+    }
+  } catch (err) {
+    await closeAll([...bound.values()]);
+    throw err;
+  }
+  return bound;
+}
+
+function closeAll(bound: readonly BoundInterface[]): Promise<void> {
+  return Promise.all(bound.map(closeBound)).then(() => undefined);
 }
 
 export interface App {
@@ -79,27 +111,6 @@ export interface App {
   listen(): Promise<string[]>;
   /** Closes the listeners, then the store. */
   close(): Promise<void>;
-}
-
-/** An interface port of 0 means any free port: choose it now, so every answer can name it. */
-async function resolveFreePorts(config: Config): Promise<void> {
-  for (const listener of config.web) {
-    for (const bp of listener.bindPoints) {
-      const iface = parseHostPort(bp.interface, { allowPortZero: true });
-      if (iface.port !== 0) continue;
-      const port = await new Promise<number>((resolve, reject) => {
-        const probe = createServer();
-        probe.once('error', reject);
-        probe.listen(0, iface.host, () => {
-          const address = probe.address();
-          probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-        });
-      });
-      bp.interface = formatHostPort(iface.host, port);
-      const advertised = parseHostPort(bp.address, { allowPortZero: true });
-      if (advertised.port === 0) bp.address = formatHostPort(advertised.host, port);
-    }
-  }
 }
 
 /** The advertised address of the first bind point serving the Client API (or of any, without one). */
@@ -116,25 +127,52 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     createLogger(config.log, { scope: requestScope, ...(options.logDestination ? { destination: options.logDestination } : {}) });
   for (const warning of config.warnings) log.warn(warning);
 
-  await secureDataDirectory(config.dataDir, (path, message) => log.warn({ path }, message));
-  await resolveFreePorts(config);
+  // Nothing in the data directory is created or changed before every interface is bound and the
+  // directory's lock is held: a start refused for a busy port, an address this host lacks or a
+  // controller already running leaves the directory as it was.
+  const { dataDir } = config;
+  await checkDataDirLock(dataDir);
+  const bound = await bindInterfaces(config);
+  let lock: DataDirLock | undefined;
+  // Closed again when a later step of the start fails.
+  let opened: Store | undefined;
+  try {
+    await inDataDir(dataDir, 'create the data directory', dataDir, () => createDataDirectory(dataDir));
+    lock = await inDataDir(dataDir, 'take the lock', join(dataDir, LOCK_FILE), () =>
+      acquireDataDirLock(dataDir, (path, message) => log.warn({ path }, message)),
+    );
+    await inDataDir(dataDir, 'secure the data directory', dataDir, () =>
+      secureDataDirectory(dataDir, (path, message) => log.warn({ path }, message)),
+    );
+  } catch (err) {
+    await closeAll([...bound.values()]);
+    await lock?.release();
+    throw err;
+  }
 
   const storeFile = 'overlay.db';
-  const store = new Store(openSqlite(options.memoryStore ? ':memory:' : join(config.dataDir, storeFile)));
   const metrics = new Metrics();
+  const allMigrations = [...appMigrations, ...(options.extraMigrations ?? [])];
   try {
-    const allMigrations = [...appMigrations, ...(options.extraMigrations ?? [])];
+    const storePath = join(dataDir, storeFile);
+    const store = await inDataDir(dataDir, 'open the store', storePath, async () => {
+      opened = new Store(openSqlite(options.memoryStore ? ':memory:' : storePath));
+      const applied = await opened.migrate(allMigrations);
+      if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
+      return opened;
+    });
     const readiness = new Readiness(store, allMigrations.map((m) => m.name));
-    const applied = await store.migrate(allMigrations);
-    if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
 
     const hosts = config.web.flatMap((l) => l.bindPoints.map((b) => parseHostPort(b.address, { allowPortZero: true }).host));
-    const pki = await ensurePki({
-      dir: join(config.dataDir, 'pki'),
-      hosts,
-      now: () => new Date(clock()),
-      log: (msg) => log.info(msg),
-    });
+    const pkiDir = join(dataDir, 'pki');
+    const pki = await inDataDir(dataDir, 'set up the PKI in', pkiDir, () =>
+      ensurePki({
+        dir: pkiDir,
+        hosts,
+        now: () => new Date(clock()),
+        log: (msg) => log.info(msg),
+      }),
+    );
 
     const kernel = new Kernel({ store, clock, log, observeTransaction: (seconds, committed) => metrics.transaction(seconds, committed) });
     // Every cache registers here and follows the change feed through it.
@@ -145,7 +183,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const certificateTrust = caches.register(new CertificateTrust(store, kernel.repo('cas'), clock, pki));
     const links = caches.register(new PolicyLinks(store.dialect, (trigger, seconds) => metrics.linkRecompute(trigger, seconds)));
     const configValidators = caches.register(new ConfigValidators());
-    const secrets = await SecretBox.open(config.dataDir);
+    const secrets = await inDataDir(dataDir, 'open the secrets key', join(dataDir, 'secrets.key'), () => SecretBox.open(dataDir));
     // Enrollment JWTs are signed with the OIDC keys, opened below; read only once requests are served.
     const enrollmentTokens = new EnrollmentTokens({
       box: secrets,
@@ -165,15 +203,32 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       // Read only once requests are served, after the read model below is built.
       serviceFieldsForCaller: (caller, entities, choice) => client.services.callerFields(caller, entities, choice),
     });
-    await seed(resources, {
-      dataDir: config.dataDir,
-      admin: config.admin,
-      announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
-    });
+    const adminPasswordPath = join(dataDir, ADMIN_PASSWORD_FILE);
+    const { adminCreated } = await inDataDir(dataDir, 'write the admin password to', adminPasswordPath, () =>
+      seed(resources, {
+        dataDir,
+        admin: config.admin,
+        announce: options.announce ?? ((message) => process.stderr.write(`overlay: ${message}\n`)),
+      }),
+    );
+    const givenAdmin = (['username', 'password'] as const).filter((key) => config.admin[key] !== undefined);
+    if (!adminCreated && givenAdmin.length > 0) {
+      // Only the names: a value given may be a password.
+      log.warn(
+        { ignored: givenAdmin.map((key) => `admin.${key} / OVERLAY_ADMIN_${key.toUpperCase()}`) },
+        'the store already has its default admin, so the admin credentials given to this start were ignored; ' +
+          'change its password through the API: PATCH /edge/management/v1/current-identity/authenticators/{id} {currentPassword, password}',
+      );
+    }
+    const stopFollowingAdminPassword = await inDataDir(dataDir, 'check', adminPasswordPath, () =>
+      followAdminPasswordFile({ dataDir, store, changes: kernel.changes, log }),
+    );
     const mfa = new Mfa({ kernel, clock, box: secrets, issuer: config.edge.totp.issuer });
     const revocations = new Revocations(clock);
     await revocations.start({ kernel, caches });
-    const oidc = await OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations, mfa });
+    const oidc = await inDataDir(dataDir, 'open the OIDC signing keys in', join(dataDir, 'oidc'), () =>
+      OidcProvider.open({ config, clock, log, kernel, sessions, identities, revocations, mfa }),
+    );
     caches.register(oidc.bearer);
     caches.register(oidc.grants);
     caches.register(oidc.issuers);
@@ -237,10 +292,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const servers: RunningServer[] = [];
     for (const listener of config.web) {
       for (const bindPoint of listener.bindPoints) {
-        servers.push({ listener, bindPoint, app: await buildServer(core, listener, bindPoint, options.server) });
+        const app = await buildServer(core, listener, bindPoint, options.server);
+        servers.push({ listener, bindPoint, app, bound: bound.get(bindPoint)! });
       }
     }
 
+    // The bound sockets not yet handed to their servers: closed by close() if listen() never ran.
+    const unserved = new Set(bound.values());
     return {
       core,
       servers,
@@ -248,8 +306,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         sessions.start();
         const urls: string[] = [];
         for (const s of servers) {
-          const { host, port } = listenAddress(s.bindPoint);
-          await s.app.listen({ host, port });
+          await serveOn(s.app, s.bound);
+          unserved.delete(s.bound);
           log.info(
             { listener: s.listener.name, interface: s.bindPoint.interface, address: s.bindPoint.address, apis: s.listener.apis.map((a) => a.binding) },
             `listening on https://${s.bindPoint.interface}`,
@@ -261,6 +319,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       async close() {
         readiness.stop();
         await Promise.all(servers.map((s) => s.app.close()));
+        await closeAll([...unserved]);
+        stopFollowingAdminPassword();
         oidc.stop();
         oidcSettings.stop();
         revocations.stop();
@@ -268,10 +328,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();
+        await lock?.release();
       },
     };
   } catch (err) {
-    await store.close();
+    await closeAll([...bound.values()]);
+    await opened?.close();
+    await lock?.release();
     throw err;
   }
 }

@@ -10,6 +10,12 @@ export const DATA_FILE_MODE = 0o600;
 /** Group and other permission bits: none may be set on anything in the data directory. */
 const SHARED_BITS = 0o077;
 
+/** Creates `dir` and its missing parents (0700 whatever the umask); nothing if it exists. */
+export async function createDataDirectory(dir: string): Promise<void> {
+  const created = await mkdir(dir, { recursive: true, mode: DATA_DIR_MODE });
+  if (created !== undefined) await chmod(dir, DATA_DIR_MODE);
+}
+
 /**
  * Creates `dir` (0700) if missing, then walks it and removes group and other permissions from every
  * entry that has any, calling `warn` for each. Symbolic links inside are neither followed nor changed
@@ -19,8 +25,7 @@ export async function secureDataDirectory(
   dir: string,
   warn: (path: string, message: string) => void,
 ): Promise<void> {
-  const created = await mkdir(dir, { recursive: true, mode: DATA_DIR_MODE });
-  if (created !== undefined) await chmod(dir, DATA_DIR_MODE);
+  await createDataDirectory(dir);
 
   const visit = async (path: string, isRoot: boolean): Promise<void> => {
     const info = isRoot ? await stat(path) : await lstat(path);
@@ -44,4 +49,61 @@ export async function secureDataDirectory(
 
 function octal(mode: number): string {
   return `0${mode.toString(8).padStart(3, '0')}`;
+}
+
+/** A start refused because of the data directory; the message names the path and what to do. */
+export class DataDirError extends Error {
+  override readonly name = 'DataDirError';
+}
+
+/** What the operator can do about a failure with this errno or SQLite code, at `path`. */
+function adviceFor(code: string, dataDir: string): string | undefined {
+  const user = process.getuid?.() !== undefined ? `the user with uid ${process.getuid!()}` : 'the controller\'s user';
+  switch (code) {
+    case 'EACCES':
+    case 'EPERM':
+    case 'SQLITE_READONLY':
+    case 'SQLITE_CANTOPEN':
+      return `${user} must be able to read and write it: give that user the directory (chown -R) or start with another --data-dir`;
+    case 'ENOTDIR':
+    case 'EEXIST':
+      return `a file stands where a directory belongs: move it aside, or start with another --data-dir than ${dataDir}`;
+    case 'EISDIR':
+      return 'a directory stands where a file belongs: move it aside';
+    case 'ENOSPC':
+    case 'SQLITE_FULL':
+      return 'the file system is full: free some space, then start again';
+    case 'EROFS':
+      return 'the file system is read-only: mount it writable or start with another --data-dir';
+    case 'SQLITE_NOTADB':
+    case 'SQLITE_CORRUPT':
+      return 'it is not a usable SQLite store (damaged, or not the controller\'s): restore it from a backup or snapshot, or move it aside to start with an empty store';
+    case 'SQLITE_BUSY':
+    case 'SQLITE_LOCKED':
+      return 'another process holds the store: stop it (only one controller may use a data directory)';
+    case 'SQLITE_IOERR':
+    case 'EIO':
+      return 'the disk reported an I/O error: check the device, then restore from a backup if the store is damaged';
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Runs one start-up step on the data directory. An error of the file system or of SQLite (one with a
+ * `code`: `unable to open database file` alone helps no one) comes back as a DataDirError naming the
+ * step, the path and what to do; other errors (a damaged CA file, already explained) pass unchanged.
+ */
+export async function inDataDir<T>(dataDir: string, step: string, path: string, run: () => T | Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (err instanceof DataDirError || typeof code !== 'string') throw err;
+    const at = (err as NodeJS.ErrnoException).path ?? path;
+    const advice =
+      adviceFor(code.replace(/^(SQLITE_[A-Z]+)_.*$/, '$1'), dataDir) ??
+      `check the data directory ${dataDir} (--data-dir)`;
+    throw new DataDirError(`cannot ${step} ${at}: ${(err as Error).message} (${code}); ${advice}`, { cause: err });
+  }
 }

@@ -2,6 +2,7 @@
 // listener. Client certificates are asked for but not required. The listener's options bound what a
 // slow, silent or greedy client may hold (connection-limits.ts).
 import { randomUUID } from 'node:crypto';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
@@ -9,6 +10,7 @@ import { installCors } from '../http/cors.js';
 import { handleError, handleNotFound } from '../http/errors.js';
 import { jsonBodyParser } from '../http/json-body.js';
 import { validatorCompiler } from '../http/validation.js';
+import { lazySerializers } from '../http/lazy-serializer.js';
 import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
 import { clientRoutes } from '../http/client/index.js';
 import { managementRoutes } from '../http/management/index.js';
@@ -58,6 +60,7 @@ export async function buildServer(
     // Fastify's own two lines per request are replaced by one of ours (http/request-log.ts).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: () => randomUUID(),
+    schemaController: lazySerializers(),
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -114,4 +117,79 @@ export function listenAddress(bindPoint: BindPoint): { host: string; port: numbe
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(bindPoint.interface);
   if (!m) throw new Error(`bad interface address ${bindPoint.interface}`);
   return { host: m[1] ?? m[2]!, port: Number(m[3]) };
+}
+
+/** A bind point's interface, bound at start-up, and the connections that arrived before serving. */
+export interface BoundInterface {
+  server: NetServer;
+  /** Accepted while the controller was still starting, paused; handed to the TLS server by serveOn. */
+  early: Set<Socket>;
+}
+
+/**
+ * Binds a bind point's interface before anything else happens at start-up, so a busy port or an
+ * address this host does not have stops the start while the data directory is still untouched. The
+ * bound socket is handed to the bind point's TLS server by {@link serveOn}; port 0 gets a free port.
+ * A client connecting in between (a load balancer's probe) is held, at most `maxEarly` of them, and
+ * answered once the controller serves.
+ */
+export async function bindInterface(bindPoint: BindPoint, maxEarly: number): Promise<BoundInterface> {
+  const { host, port } = listenAddress(bindPoint);
+  const early = new Set<Socket>();
+  const server = createNetServer({ pauseOnConnect: true }, (socket) => {
+    if (early.size >= maxEarly) {
+      socket.destroy();
+      return;
+    }
+    early.add(socket);
+    socket.once('close', () => early.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why =
+        err.code === 'EADDRINUSE'
+          ? 'the port is in use (another controller, or another program): stop it or choose another address with --listen'
+          : err.code === 'EADDRNOTAVAIL'
+            ? 'this host has no such address: listen on one of its addresses (or 0.0.0.0) and advertise the public name with --advertise'
+            : err.code === 'EACCES'
+              ? 'ports below 1024 need privileges: choose a port of 1024 or more, or grant the capability (CAP_NET_BIND_SERVICE)'
+              : `${err.message}`;
+      reject(new Error(`cannot listen on ${bindPoint.interface}: ${why}; nothing was created or changed`));
+    });
+    server.listen({ host, port, exclusive: true }, resolve);
+  });
+  return { server, early };
+}
+
+/** The port a bound interface got (the one asked for, or the free one chosen for port 0). */
+export function boundPort(bound: BoundInterface): number {
+  const address = bound.server.address();
+  return typeof address === 'object' && address !== null ? address.port : 0;
+}
+
+/** Closes a bound interface that was never served, and the connections it held. */
+export function closeBound(bound: BoundInterface): Promise<void> {
+  for (const socket of bound.early) socket.destroy();
+  return new Promise<void>((resolve) => bound.server.close(() => resolve()));
+}
+
+/**
+ * Serves `app` on the socket `bound` holds (Node's listen(handle) takes over its handle), then hands
+ * it the connections that came early. From then on closing the app closes the socket; `bound.server`
+ * itself must not be closed.
+ */
+export async function serveOn(app: FastifyInstance, bound: BoundInterface): Promise<void> {
+  await app.ready();
+  await new Promise<void>((resolve, reject) => {
+    app.server.once('error', reject);
+    app.server.listen(bound.server, () => {
+      app.server.off('error', reject);
+      resolve();
+    });
+  });
+  for (const socket of bound.early) {
+    socket.removeAllListeners('close');
+    app.server.emit('connection', socket);
+  }
+  bound.early.clear();
 }

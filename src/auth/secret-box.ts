@@ -49,7 +49,12 @@ export class SecretBox {
     }
     // Stryker: base64 decoding skips the newline too; the trim says what is meant.
     const key = Buffer.from((await readFile(path, 'utf8')).trim(), 'base64');
-    if (key.length !== KEY_BYTES) throw new Error(`${path} does not hold a ${KEY_BYTES}-byte key`);
+    if (key.length !== KEY_BYTES) {
+      throw new Error(
+        `${path} does not hold a ${KEY_BYTES}-byte key: restore it from a backup of the data directory ` +
+          '(it decrypts the TOTP secrets in the store; a new key would leave every MFA enrollment unusable)',
+      );
+    }
     return new SecretBox(key);
   }
 

@@ -31,10 +31,27 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const body = addFormats(new Ajv({ ...common, coerceTypes: false }));
   const params = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
   return ({ schema, httpPart }) => {
-    const ajv = httpPart === 'body' ? body : params;
-    const validate = ajv.compile(schema as object);
-    // Headers are Latin-1 on the wire and named by the client: nothing here applies to them.
-    if (httpPart === 'headers') return validate as ReturnType<FastifySchemaCompiler<unknown>>;
-    return bounded(validate, httpPart === 'body') as ReturnType<FastifySchemaCompiler<unknown>>;
+    const compile = (): ValidateFunction => {
+      const ajv = httpPart === 'body' ? body : params;
+      const validate = ajv.compile(schema as object);
+      // Headers are Latin-1 on the wire and named by the client: nothing here applies to them.
+      return httpPart === 'headers' ? validate : bounded(validate, httpPart === 'body');
+    };
+    return lazily(compile) as ReturnType<FastifySchemaCompiler<unknown>>;
   };
+}
+
+/**
+ * A validator compiled at its first use: the controller has hundreds of route schemas, and compiling
+ * them all before the first answer costs about a second of start-up. Fastify reads `errors` off it.
+ */
+function lazily(compile: () => ValidateFunction): ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  const validator = ((data: unknown, cxt?: Parameters<ValidateFunction>[1]) => {
+    compiled ??= compile();
+    const valid = compiled(data, cxt);
+    validator.errors = compiled.errors;
+    return valid;
+  }) as ValidateFunction;
+  return validator;
 }

@@ -55,7 +55,13 @@ export class SigningKeys {
       const parsed = JSON.parse(await readFile(file, 'utf8')) as { keys?: StoredKey[] };
       stored = parsed.keys;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read the OIDC signing keys in ${file}: ${(err as Error).message}`);
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new Error(
+          `cannot read the OIDC signing keys in ${file}: ${(err as Error).message}; restore the file from a backup ` +
+            'of the data directory, or move it aside to make a new key (tokens signed with the old one then fail)',
+          { cause: err },
+        );
+      }
     }
     if (stored && stored.length > 0) return new SigningKeys(file, await Promise.all(stored.map(fromStored)));
     const keys = new SigningKeys(file, []);

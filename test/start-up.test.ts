@@ -1,0 +1,305 @@
+// Start-up that does no harm: one controller per data directory (a lock file with the holder's pid,
+// a stale one taken over), nothing in the data directory created or changed before every interface is
+// bound, data-directory errors that name the path and what to do, the generated admin password file
+// removed once that password is changed, and admin credentials given to an existing store reported
+// as ignored.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join, relative } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino, type Logger } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createApp } from '../src/app/app.js';
+import { LOCK_FILE } from '../src/app/data-dir-lock.js';
+import { DataDirError } from '../src/app/data-dir.js';
+import { loadConfig } from '../src/config/index.js';
+import { ADMIN_ENV, ADMIN_PASSWORD, authenticate, call, json, login, MGMT, overTls, startTestController, tempDir } from './helpers.js';
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function scratch(): string {
+  const dir = tempDir('overlay-start-');
+  cleanups.push(dir.remove);
+  return dir.path;
+}
+
+/** Every entry under `dir` with its mode, size, modification time and content digest. */
+function listing(dir: string): string[] {
+  if (!existsSync(dir)) return ['(absent)'];
+  const entries: string[] = [];
+  const walk = (path: string): void => {
+    const stat = lstatSync(path);
+    const digest = stat.isFile() ? createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 16) : '';
+    entries.push(`${relative(dir, path) || '.'} ${(stat.mode & 0o7777).toString(8)} ${stat.size} ${stat.mtimeMs} ${digest}`);
+    if (stat.isDirectory()) for (const name of readdirSync(path).sort()) walk(join(path, name));
+  };
+  walk(dir);
+  return entries;
+}
+
+/** A logger whose JSON lines are kept. */
+function capturingLog(): { log: Logger; lines: { level: number; msg: string; [key: string]: unknown }[] } {
+  const lines: { level: number; msg: string }[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { log: pino({ level: 'info' }, stream), lines };
+}
+
+/** Occupies a free port on 127.0.0.1 until the test ends. */
+async function occupiedPort(): Promise<number> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as { port: number }).port;
+}
+
+/** A data directory a first controller started on and stopped cleanly. */
+async function usedDataDir(): Promise<string> {
+  const dataDir = join(scratch(), 'data');
+  const first = await startTestController({ env: ADMIN_ENV, dataDir, memoryStore: false });
+  await first.app.close();
+  return dataDir;
+}
+
+function start(dataDir: string, listen = '127.0.0.1:0', log: Logger = pino({ level: 'silent' }), env: NodeJS.ProcessEnv = ADMIN_ENV) {
+  return createApp(loadConfig({ dataDir, listen }, env), { log, announce: () => undefined });
+}
+
+/** The pid of a process that has exited (and been reaped): no process has it now, barring reuse. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
+}
+
+describe('one controller per data directory', () => {
+  it('refuses a second controller on the same data directory, naming the holder\'s pid and the lock file', async () => {
+    const dataDir = join(scratch(), 'data');
+    const first = await start(dataDir);
+    cleanups.push(() => first.close());
+    expect(readFileSync(join(dataDir, LOCK_FILE), 'utf8')).toBe(`${process.pid}\n`);
+    expect(lstatSync(join(dataDir, LOCK_FILE)).mode & 0o777).toBe(0o600);
+
+    const before = listing(dataDir);
+    const second = start(dataDir);
+    await expect(second).rejects.toBeInstanceOf(DataDirError);
+    await expect(second).rejects.toThrow(
+      `the data directory ${dataDir} is in use by another controller (pid ${process.pid}, lock file ${join(dataDir, LOCK_FILE)})`,
+    );
+    expect(listing(dataDir)).toEqual(before);
+  });
+
+  it('refuses while another running process holds the lock', async () => {
+    const dataDir = await usedDataDir();
+    // The parent of this test process runs for as long as the test does.
+    writeFileSync(join(dataDir, LOCK_FILE), `${process.ppid}\n`, { mode: 0o600 });
+    await expect(start(dataDir)).rejects.toThrow(`in use by another controller (pid ${process.ppid}`);
+    expect(readFileSync(join(dataDir, LOCK_FILE), 'utf8')).toBe(`${process.ppid}\n`);
+  });
+
+  it('takes over a lock left by a process that no longer runs, with a warning', async () => {
+    const dataDir = await usedDataDir();
+    const gone = deadPid();
+    writeFileSync(join(dataDir, LOCK_FILE), `${gone}\n`, { mode: 0o600 });
+    const { log, lines } = capturingLog();
+    const app = await start(dataDir, '127.0.0.1:0', log);
+    cleanups.push(() => app.close());
+    expect(readFileSync(join(dataDir, LOCK_FILE), 'utf8')).toBe(`${process.pid}\n`);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 40, path: join(dataDir, LOCK_FILE), msg: expect.stringContaining(`left by pid ${gone}, which no longer runs`) }),
+    );
+  });
+
+  it('a lock naming this process that it does not hold is stale (a restarted container has the same pid)', async () => {
+    const dataDir = await usedDataDir();
+    writeFileSync(join(dataDir, LOCK_FILE), `${process.pid}\n`, { mode: 0o600 });
+    const app = await start(dataDir);
+    cleanups.push(() => app.close());
+    expect(readFileSync(join(dataDir, LOCK_FILE), 'utf8')).toBe(`${process.pid}\n`);
+  });
+
+  it('removes the lock when it stops, so the next start takes it', async () => {
+    const dataDir = join(scratch(), 'data');
+    const first = await start(dataDir);
+    await first.listen();
+    await first.close();
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+    const second = await start(dataDir);
+    await second.close();
+  });
+});
+
+describe('nothing is created or changed before every interface is bound', () => {
+  it('a busy port leaves an absent data directory absent', async () => {
+    const dataDir = join(scratch(), 'data');
+    const port = await occupiedPort();
+    await expect(start(dataDir, `127.0.0.1:${port}`)).rejects.toThrow(
+      `cannot listen on 127.0.0.1:${port}: the port is in use (another controller, or another program)`,
+    );
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it('a busy port leaves an existing data directory exactly as it was', async () => {
+    const dataDir = await usedDataDir();
+    const before = listing(dataDir);
+    const port = await occupiedPort();
+    await expect(start(dataDir, `127.0.0.1:${port}`)).rejects.toThrow('the port is in use');
+    expect(listing(dataDir)).toEqual(before);
+  });
+
+  it('an address this host does not have leaves the data directory as it was', async () => {
+    const dataDir = await usedDataDir();
+    const before = listing(dataDir);
+    // TEST-NET-1 (RFC 5737): no host has it.
+    await expect(start(dataDir, '192.0.2.1:0')).rejects.toThrow('cannot listen on 192.0.2.1:0: this host has no such address');
+    expect(listing(dataDir)).toEqual(before);
+  });
+
+  it('a refused start releases the ports it had bound', async () => {
+    const dataDir = await usedDataDir();
+    const port = await occupiedPort();
+    const config = loadConfig({ dataDir, listen: '127.0.0.1:0' }, ADMIN_ENV);
+    // A second bind point on the busy port: the first, bound already, must be let go.
+    const free = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    const listener = config.web[0]!;
+    listener.bindPoints = [
+      { interface: `127.0.0.1:${free}`, address: `127.0.0.1:${free}` },
+      { interface: `127.0.0.1:${port}`, address: `127.0.0.1:${port}` },
+    ];
+    await expect(createApp(config, { log: pino({ level: 'silent' }) })).rejects.toThrow(`cannot listen on 127.0.0.1:${port}`);
+    const again = createServer();
+    await new Promise<void>((resolve, reject) => {
+      again.once('error', reject);
+      again.listen(free, '127.0.0.1', resolve);
+    });
+    await new Promise<void>((resolve) => again.close(() => resolve()));
+  });
+
+  it('serves on the interface it bound first, answering a client that connected during the start', async () => {
+    const t = await startTestController({ env: ADMIN_ENV });
+    cleanups.push(() => t.close());
+    const port = Number(t.config.web[0]!.bindPoints[0]!.interface.split(':')[1]);
+    expect(port).toBeGreaterThan(0);
+    // A client that connects while the controller is still starting is answered once it serves.
+    const early = overTls(t, port, 'GET', '/edge/client/v1/version');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const [url] = await t.app.listen();
+    expect(url).toBe(`https://127.0.0.1:${port}`);
+    expect((await early).statusCode).toBe(200);
+    const res = await overTls(t, port, 'GET', '/edge/client/v1/version');
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body).data.apiVersions['edge-client'].v1.apiBaseUrls).toEqual([`https://127.0.0.1:${port}/edge/client/v1`]);
+  });
+});
+
+describe('data-directory errors name the path and what to do', () => {
+  it('a file where the data directory belongs', async () => {
+    const file = join(scratch(), 'data');
+    writeFileSync(file, 'not a directory\n');
+    const started = start(file);
+    await expect(started).rejects.toBeInstanceOf(DataDirError);
+    await expect(started).rejects.toThrow(`cannot create the data directory ${file}`);
+    await expect(started).rejects.toThrow('a file stands where a directory belongs: move it aside, or start with another --data-dir');
+  });
+
+  it('a store that is not a SQLite database', async () => {
+    const dataDir = join(scratch(), 'data');
+    mkdirSync(dataDir, { mode: 0o700 });
+    writeFileSync(join(dataDir, 'overlay.db'), 'x'.repeat(4096), { mode: 0o600 });
+    const started = start(dataDir);
+    await expect(started).rejects.toThrow(`cannot open the store ${join(dataDir, 'overlay.db')}: file is not a database (SQLITE_NOTADB)`);
+    await expect(started).rejects.toThrow('restore it from a backup or snapshot, or move it aside to start with an empty store');
+    // The refused start let go of the lock.
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+  });
+
+  it('a folder where the store belongs', async () => {
+    const dataDir = join(scratch(), 'data');
+    mkdirSync(join(dataDir, 'overlay.db'), { recursive: true, mode: 0o700 });
+    await expect(start(dataDir)).rejects.toThrow(new RegExp(`^cannot open the store ${join(dataDir, 'overlay.db')}: .+; `));
+  });
+});
+
+describe('the generated admin password', () => {
+  it('its file is removed once the admin changes that password, and stays away at the next start', async () => {
+    const dataDir = join(scratch(), 'data');
+    const file = join(dataDir, 'admin-password');
+    const { log, lines } = capturingLog();
+    const t = await startTestController({ dataDir, memoryStore: false, log, announce: () => undefined });
+    cleanups.push(() => t.app.close());
+    const generated = readFileSync(file, 'utf8').trim();
+    const token = await login(t, 'admin', generated);
+
+    // Another write on authenticators leaves it: the password still works.
+    const other = await call(t, 'POST', `${MGMT}/identities`, { token, body: { name: 'bystander', type: 'User', isAdmin: false } });
+    await call(t, 'POST', `${MGMT}/authenticators`, {
+      token,
+      body: { method: 'updb', identityId: json(other).data.id, username: 'bystander', password: 'bystander-pass-1' },
+    });
+    expect(readFileSync(file, 'utf8').trim()).toBe(generated);
+
+    const mine = json(await call(t, 'GET', `${MGMT}/current-identity/authenticators`, { token })).data[0];
+    const changed = await call(t, 'PATCH', `${MGMT}/current-identity/authenticators/${mine.id}`, {
+      token,
+      body: { currentPassword: generated, password: 'a-password-of-my-own-1' },
+    });
+    expect(changed.statusCode).toBe(200);
+    expect(existsSync(file)).toBe(false);
+    expect(lines).toContainEqual(expect.objectContaining({ path: file, msg: `the default admin no longer has the generated password; removed ${file}` }));
+    expect((await authenticate(t, 'admin', 'a-password-of-my-own-1')).statusCode).toBe(200);
+    await t.app.close();
+
+    const again = await startTestController({ dataDir, memoryStore: false, announce: () => undefined });
+    cleanups.push(() => again.app.close());
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('a start finds a file whose password no longer works and removes it', async () => {
+    const dataDir = join(scratch(), 'data');
+    const file = join(dataDir, 'admin-password');
+    const first = await startTestController({ dataDir, memoryStore: false, announce: () => undefined });
+    await first.app.close();
+    writeFileSync(file, 'a password the admin does not have\n', { mode: 0o600 });
+    const again = await startTestController({ dataDir, memoryStore: false, announce: () => undefined });
+    cleanups.push(() => again.app.close());
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('admin credentials given to a start on an existing store are reported as ignored, without their values', async () => {
+    const dataDir = await usedDataDir();
+    const { log, lines } = capturingLog();
+    const t = await startTestController({
+      dataDir,
+      memoryStore: false,
+      log,
+      env: { OVERLAY_ADMIN_USERNAME: 'someone-else', OVERLAY_ADMIN_PASSWORD: 'another-password-1' },
+    });
+    cleanups.push(() => t.app.close());
+    const warning = lines.find((l) => l.msg.startsWith('the store already has its default admin'));
+    expect(warning).toMatchObject({ level: 40, ignored: ['admin.username / OVERLAY_ADMIN_USERNAME', 'admin.password / OVERLAY_ADMIN_PASSWORD'] });
+    expect(JSON.stringify(lines)).not.toContain('another-password-1');
+    expect(JSON.stringify(lines)).not.toContain('someone-else');
+    // The admin of the first start is unchanged.
+    expect((await authenticate(t, 'admin', ADMIN_PASSWORD)).statusCode).toBe(200);
+  });
+
+  it('says nothing when the admin credentials create the admin', async () => {
+    const { log, lines } = capturingLog();
+    const t = await startTestController({ env: ADMIN_ENV, log });
+    cleanups.push(() => t.close());
+    expect(lines.some((l) => l.msg.startsWith('the store already has its default admin'))).toBe(false);
+  });
+});
