@@ -415,3 +415,23 @@ export function overTls(
     req.end(payload);
   });
 }
+
+// ---- external JWT signers ----------------------------------------------------------------------
+
+/** Creates an external JWT signer (a JWKS endpoint unless the body gives a certificate); answers its id. */
+export async function createSigner(t: TestController, adminToken: string, body: Record<string, unknown> = {}): Promise<string> {
+  const name = typeof body.name === 'string' ? body.name : `signer-${randomBytes(4).toString('hex')}`;
+  const res = await call(t, 'POST', `${MGMT}/external-jwt-signers`, {
+    token: adminToken,
+    body: {
+      name,
+      issuer: `https://${name}.example.com`,
+      audience: 'overlay',
+      enabled: true,
+      ...(body.certPem === undefined ? { jwksEndpoint: `https://${name}.example.com/jwks` } : {}),
+      ...body,
+    },
+  });
+  if (res.statusCode !== 201) throw new Error(`creating signer ${name} failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
+}
