@@ -14,7 +14,7 @@ import { authenticators as authenticatorsDef, MAX_CERT_PEM } from '../resources/
 import { MAX_CSR_PEM } from '../pki/index.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
-import { expiryHeaders, peerCertificate, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
+import { bearerToken, expiryHeaders, peerCertificate, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { named } from './openapi.js';
 import {
@@ -92,6 +92,7 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
         username: body.username,
         password: body.password,
         ...peerCertificates(request),
+        bearer: bearerToken(request.headers.authorization),
         ipAddress: request.ip,
         configTypes: [...new Set(body.configTypes ?? [])],
         envInfo: body.envInfo,

@@ -166,6 +166,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
             username: p.username,
             password: p.password,
             ...peerCertificates(request),
+            bearer: bearerToken(request.headers.authorization),
             ipAddress: request.ip,
           });
         } catch (err) {
