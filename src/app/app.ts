@@ -35,6 +35,7 @@ import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
 import { ExternalJwtSigners } from '../auth/ext-jwt.js';
+import { AuthPolicyRulesCache } from '../auth/ext-jwt-factor.js';
 import { fetchJwks } from '../auth/jwks-fetch.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
@@ -210,6 +211,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       identities,
       certificateTrust,
       externalJwtSigners,
+      authPolicyRules: caches.register(new AuthPolicyRulesCache(store, kernel.repo('auth-policies'))),
       identityAnswers: caches.register(new IdentityAnswers(resources)),
       loginThrottle: new FailureThrottle(clock),
       mfa,
