@@ -182,6 +182,8 @@ export class ExternalJwtSigners implements Cache {
       throw new ExtJwtError('invalid', typeof unverified.iss === 'string' ? `no external JWT signer has the issuer ${printable(unverified.iss)}` : 'the token has no iss claim');
     }
     if (!signer.enabled) throw new ExtJwtError('invalid', `the external JWT signer ${signer.id} is disabled`, signer);
+    // Said before the signature is looked at: a token of another provider is the likelier mistake.
+    if (unverified.iss !== signer.issuer) throw new ExtJwtError('invalid', `the token's issuer (iss) is not ${printable(signer.issuer)}`, signer);
     if (alg === undefined || alg === 'none') throw new ExtJwtError('invalid', 'the token is unsigned (alg none is refused)', signer);
     if (!ASYMMETRIC.includes(alg)) throw new ExtJwtError('invalid', `the algorithm ${printable(alg)} is not accepted`, signer);
     const claims = await this.checkSignature(signer, token, alg);
