@@ -189,6 +189,22 @@ describe('a JWKS signer', () => {
     expect(fetches).toBe(2);
   });
 
+  it('keeps a verified token, but checks its time at every use and forgets it with any change of a signer', async () => {
+    const v = verifier();
+    const once = await token({ exp: Math.floor(NOW / 1000) + 60 });
+    await v.verify(once);
+    // Kept: a key the JWKS no longer has would refuse it if its signature were checked again.
+    served = { keys: [] };
+    now += JWKS_REFETCH_INTERVAL_MS;
+    expect((await v.verify(once)).subject).toBe('identity-1');
+    expect((await refusal(v.verify(once, { signerId: 'other' }))).message).toContain('does not exist');
+    now = NOW + 120_000;
+    expect((await refusal(v.verify(once))).kind).toBe('expired');
+    now = NOW;
+    v.onChange({ collection: 'external-jwt-signers', kind: 'update', id: 'signer-1' });
+    expect((await refusal(v.verify(once))).message).toContain("no key of the signer's JWKS matches");
+  });
+
   it('forgets a changed signer and its keys at once', async () => {
     const v = verifier();
     await v.verify(await token());

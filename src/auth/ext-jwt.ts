@@ -4,9 +4,10 @@
 // signer's certificate or its JWKS, fetched (bounded, see jwks-fetch.ts) when first needed and again
 // for an unknown `kid`, at most once per signer per 30 s; a failed fetch is remembered as long, so a
 // dead endpoint costs each request nothing. Every refusal says which check failed.
-import { X509Certificate, type KeyObject } from 'node:crypto';
+import { createHash, X509Certificate, type KeyObject } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../clock.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import { DEFAULT_CLAIMS_PROPERTY } from '../resources/external-jwt-signers.js';
@@ -21,6 +22,9 @@ export const JWKS_REFETCH_INTERVAL_MS = 30_000;
 export const CLOCK_SKEW_SECONDS = 30;
 /** Longest token looked at. */
 export const MAX_EXT_JWT_LENGTH = 16 * 1024;
+/** Tokens whose verification is kept (by digest), and the longest kept: a client sends one many times. */
+const MAX_VERIFIED = 10_000;
+const MAX_VERIFIED_LENGTH = 4 * 1024;
 
 /** Asymmetric algorithms only: an HMAC algorithm would take a public key for a shared secret. */
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -107,6 +111,12 @@ export class ExternalJwtSigners implements Cache {
   private readonly keys = new Map<string, KeySource>();
   /** Bumped by every change, so a read or fetch begun before one is not kept. */
   private generation = 0;
+  /**
+   * Tokens verified, by SHA-256: the same token sent again (a second factor on every request, a
+   * client logging in again) skips the signature. Dropped with any change of any signer; the time
+   * claims are checked again at each use.
+   */
+  private readonly verified = new BoundedMap<string, VerifiedExtJwt>({ maxEntries: MAX_VERIFIED });
 
   constructor(private readonly deps: ExternalJwtSignersDeps) {}
 
@@ -146,6 +156,7 @@ export class ExternalJwtSigners implements Cache {
     this.signers = undefined;
     this.loading = undefined;
     this.keys.delete(c.id);
+    this.verified.clear();
   }
 
   reset(): void {
@@ -153,6 +164,7 @@ export class ExternalJwtSigners implements Cache {
     this.signers = undefined;
     this.loading = undefined;
     this.keys.clear();
+    this.verified.clear();
   }
 
   /**
@@ -169,6 +181,10 @@ export class ExternalJwtSigners implements Cache {
       throw new ExtJwtError('missing', 'no bearer token was provided', expected);
     }
     if (token.length > MAX_EXT_JWT_LENGTH) throw new ExtJwtError('invalid', `the token is longer than ${MAX_EXT_JWT_LENGTH} characters`, expected);
+    const digest = token.length <= MAX_VERIFIED_LENGTH ? createHash('sha256').update(token).digest('base64url') : undefined;
+    const kept = digest !== undefined ? this.verified.get(digest) : undefined;
+    if (kept && (expected === undefined || kept.signer.id === expected.id) && this.inTime(kept)) return kept;
+    const seen = this.verified.drops;
     let alg: string | undefined;
     let unverified: JWTPayload;
     try {
@@ -192,7 +208,16 @@ export class ExternalJwtSigners implements Cache {
     if (typeof subject !== 'string' || subject === '') {
       throw new ExtJwtError('invalid', `the claim ${property} (claimsProperty) is missing or not a string`, signer);
     }
-    return { signer, claims, subject };
+    const result = { signer, claims, subject };
+    if (digest !== undefined) this.verified.setIfUnchanged(digest, result, seen);
+    return result;
+  }
+
+  /** A kept verification still in time: exp (and nbf) checked against the clock as jose checks them. */
+  private inTime({ claims }: VerifiedExtJwt): boolean {
+    const now = this.deps.clock() / 1000;
+    if (typeof claims.exp !== 'number' || now - CLOCK_SKEW_SECONDS >= claims.exp) return false;
+    return typeof claims.nbf !== 'number' || now + CLOCK_SKEW_SECONDS >= claims.nbf;
   }
 
   private async checkSignature(signer: Signer, token: string, alg: string): Promise<JWTPayload> {

@@ -21,6 +21,7 @@ import type { Mfa } from './mfa.js';
 import type { CertificateTrust } from './cert-trust.js';
 import { readExternalId } from './external-id.js';
 import { ExtJwtError, type ExternalJwtSigners, type Signer } from './ext-jwt.js';
+import type { AuthPolicyRulesCache } from './ext-jwt-factor.js';
 
 /** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
 export interface LoginDeps {
@@ -33,6 +34,7 @@ export interface LoginDeps {
   mfa: Pick<Mfa, 'isEnrolled'>;
   certificateTrust: Pick<CertificateTrust, 'verify'>;
   externalJwtSigners: Pick<ExternalJwtSigners, 'verify'>;
+  authPolicyRules: Pick<AuthPolicyRulesCache, 'get'>;
 }
 
 export type LoginMethod = 'password' | 'cert' | 'ext-jwt';
@@ -279,16 +281,16 @@ async function byExternalJwt(core: LoginDeps, req: PrimaryCredentials): Promise<
     throw err;
   }
   const { signer, subject } = verified;
-  const column = signer.useExternalId === true ? 'external_id' : 'id';
-  const owner = await core.kernel.store.db.selectFrom('identities').select('id').where(column, '=', subject).executeTakeFirst();
-  if (!owner) {
-    throw refuse(`no identity has the ${signer.useExternalId === true ? 'external id' : 'id'} the claim ${signer.claimsProperty ?? 'sub'} names`, signer);
-  }
-  const state = await core.identities.get(String(owner.id));
+  const byExternalId = signer.useExternalId === true;
+  const owner = byExternalId
+    ? await core.kernel.store.db.selectFrom('identities').select('id').where('external_id', '=', subject).executeTakeFirst()
+    : { id: subject };
+  const identity = owner && (await core.kernel.repo('identities').get(core.kernel.store.db, String(owner.id)));
+  if (!identity) throw refuse(`no identity has the ${byExternalId ? 'external id' : 'id'} the claim ${signer.claimsProperty ?? 'sub'} names`, signer);
+  const state = await core.identities.get(identity.id);
   if (!state || core.identities.isDisabled(state)) throw refuse('the identity is disabled', signer);
-  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, String(owner.id));
-  if (!identity) throw refuse('the identity no longer exists', signer);
-  const rules = await rulesOf(core, identity);
+  // The rules from memory (they follow the change feed): this login has no password hash to hide behind.
+  const rules = await core.authPolicyRules.get(identity.authPolicyId);
   if (!rules.primary.extJwt.allowed) throw refuse('the auth policy does not allow external JWT logins', signer);
   const allowed = rules.primary.extJwt.allowedSigners ?? [];
   if (allowed.length > 0 && !allowed.includes(signer.id)) throw refuse(`the auth policy does not allow the signer ${signer.id}`, signer);
