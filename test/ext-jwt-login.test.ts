@@ -17,6 +17,7 @@ import {
   createSigner,
   json,
   MGMT,
+  overTls,
   startTestController,
   tempDir,
   testCertificate,
@@ -27,6 +28,7 @@ import { AUDIENCE, configAllowingLoopbackJwks, startExternalIdp, type ExternalId
 import { decodeJwt, pkce, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 let t: TestController;
+let port: number;
 let idp: ExternalIdp;
 let admin: string;
 let silent: Server;
@@ -62,6 +64,8 @@ beforeAll(async () => {
   );
   // The provider's tokens carry the real time: so does the controller's clock.
   t = await startTestController({ env: { ...ADMIN_ENV, OVERLAY_CONFIG: configAllowingLoopbackJwks(dir.path) }, clock: testClock(Date.now()), log });
+  const [url] = await t.app.listen();
+  port = Number(new URL(url!).port);
   admin = await asAdmin(t);
   idpSigner = await createSigner(t, admin, { name: 'company-idp', issuer: idp.issuer, audience: AUDIENCE, jwksEndpoint: idp.jwksUrl, useExternalId: true });
   const cert = await testCertificate('hand-signer');
@@ -158,6 +162,24 @@ describe('tokens of a real identity provider', () => {
   it('refuses a provider token whose subject no identity has', async () => {
     const token = await idp.token('nobody-device');
     expectRefused(await extJwtLogin(token), 'no identity has the external id the claim sub names', token);
+  });
+});
+
+describe('under concurrent logins', () => {
+  it('tokens with an unknown kid sent at once fetch the JWKS once, and only after 30 s', async () => {
+    const unknownKid = () =>
+      handToken({ iss: idp.issuer, aud: AUDIENCE, kid: 'rotated-away', key: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey });
+    const before = idp.jwksFetches();
+    const send = (token: string) => overTls(t, port, 'POST', `${CLIENT}/authenticate?method=ext-jwt`, { body: {}, headers: { authorization: `Bearer ${token}` } });
+    // Within 30 s of the last fetch: no fetch at all.
+    const early = await Promise.all(Array.from({ length: 10 }, async () => send(await unknownKid())));
+    expect(early.map((r) => r.statusCode)).toEqual(Array(10).fill(401));
+    expect(idp.jwksFetches()).toBe(before);
+    t.clock.advance(30_000);
+    const late = await Promise.all(Array.from({ length: 10 }, async () => send(await unknownKid())));
+    expect(late.map((r) => r.statusCode)).toEqual(Array(10).fill(401));
+    expect(JSON.parse(late[0]!.body).error.message).toContain("no key of the signer's JWKS matches");
+    expect(idp.jwksFetches()).toBe(before + 1);
   });
 });
 

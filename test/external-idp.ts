@@ -13,6 +13,8 @@ export const AUDIENCE = 'overlay-controller';
 export interface ExternalIdp {
   issuer: string;
   jwksUrl: string;
+  /** How many times its JWKS has been asked for. */
+  jwksFetches(): number;
   /** A fresh JWT access token of a client (its `sub` is the client id). */
   token(clientId: string): Promise<string>;
   close(): Promise<void>;
@@ -55,10 +57,16 @@ export async function startExternalIdp(clientIds: readonly string[]): Promise<Ex
       },
     },
   });
-  server.on('request', provider.callback());
+  const callback = provider.callback();
+  let jwksFetches = 0;
+  server.on('request', (req, res) => {
+    if (req.url === '/jwks') jwksFetches++;
+    void callback(req, res);
+  });
   return {
     issuer,
     jwksUrl: `${issuer}/jwks`,
+    jwksFetches: () => jwksFetches,
     async token(clientId) {
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',

@@ -386,7 +386,7 @@ export function overTls(
   port: number,
   method: string,
   path: string,
-  opts: { body?: unknown; client?: { certPem: string; keyPem: string }; token?: string; trust?: string } = {},
+  opts: { body?: unknown; client?: { certPem: string; keyPem: string }; token?: string; trust?: string; headers?: Record<string, string> } = {},
 ): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
@@ -400,6 +400,7 @@ export function overTls(
         ca: opts.trust ?? t.app.core.pki.trustBundlePem,
         ...(opts.client && { cert: opts.client.certPem, key: opts.client.keyPem }),
         headers: {
+          ...opts.headers,
           ...(opts.token !== undefined && { 'overlay-session': opts.token }),
           ...(payload !== undefined && { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
         },
