@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { webcrypto } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
+import { SignJWT } from 'jose';
 import type { ScaleInfo } from './scale-store.js';
 
 export interface Response {
@@ -287,6 +288,40 @@ async function mintPeer(ctx: BenchContext, n: number): Promise<string[]> {
   return (JSON.parse(res.body) as { tokens: string[] }).tokens;
 }
 
+// ---- external JWT signers -------------------------------------------------------------------------
+
+/**
+ * An external JWT signer with a certificate (its key is read once and kept), an identity it maps to,
+ * and a JWT of that signer for the identity: the bearer of an ext-jwt login.
+ */
+async function extJwtLogin(ctx: BenchContext): Promise<string> {
+  const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+  const keys = (await webcrypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const now = Date.now();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    { serialNumber: '01', name: 'CN=bench-idp', notBefore: new Date(now - 3_600_000), notAfter: new Date(now + 86_400_000), keys, signingAlgorithm: P256 },
+    webcrypto,
+  );
+  const suffix = randomBytes(6).toString('hex');
+  const issuer = `https://bench-idp-${suffix}.example.com`;
+  const signer = await ctx.request('POST', '/edge/management/v1/external-jwt-signers', {
+    headers: admin,
+    body: JSON.stringify({ name: `bench-idp-${suffix}`, issuer, audience: 'overlay', enabled: true, certPem: cert.toString('pem') }),
+  });
+  if (signer.status !== 201) throw new Error(`creating the signer failed: ${signer.status} ${signer.body}`);
+  const created = await ctx.request('POST', '/edge/management/v1/identities', {
+    headers: admin,
+    body: JSON.stringify({ name: `bench-sso-${suffix}`, type: 'User', isAdmin: false }),
+  });
+  if (created.status !== 201) throw new Error(`creating the identity failed: ${created.status} ${created.body}`);
+  const sub = (JSON.parse(created.body) as { data: { id: string } }).data.id;
+  return new SignJWT({ iss: issuer, aud: 'overlay', sub })
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuedAt()
+    .setExpirationTime('2h')
+    .sign(keys.privateKey);
+}
+
 export const scenarios: Scenario[] = [
   { name: 'client version', method: 'GET', path: '/edge/client/v1/version', target: 0.8 },
   {
@@ -364,6 +399,16 @@ export const scenarios: Scenario[] = [
     async setup(ctx, scenario) {
       scenario.headers = { 'content-type': 'application/json' };
       scenario.body = JSON.stringify(ctx.admin);
+    },
+  },
+  {
+    // Single sign-on: an identity provider's JWT (signer keys kept) opens an API session.
+    name: 'authenticate ext-jwt',
+    method: 'POST',
+    path: '/edge/client/v1/authenticate?method=ext-jwt',
+    target: 0.3,
+    async setup(ctx, scenario) {
+      scenario.headers = { authorization: `Bearer ${await extJwtLogin(ctx)}` };
     },
   },
   {

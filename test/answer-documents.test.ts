@@ -50,6 +50,9 @@ const DIFFERENCES: Record<string, string> = {
   // API sessions
   'management:listAPISessions': 'apiSessionDetail requires token; tokens are kept hashed and never shown again (behaviour.md §5, decision)',
   'management:detailAPISessions': 'apiSessionDetail requires token; tokens are kept hashed and never shown again (behaviour.md §5, decision)',
+  // external JWT signers
+  'management:listExternalJwtSigners': 'established: declares kid, clientId and the certificate fields strings; a signer without them reads null here, as the interface document allows',
+  'management:detailExternalJWTSigner': 'established: declares kid, clientId and the certificate fields strings; a signer without them reads null here, as the interface document allows',
   // service edge router policies
   'management:listEdgeRouterServiceEdgeRouterPolicies':
     'established: declares listServicePoliciesEnvelope (requires type) for the service edge router policies its controller answers',
@@ -210,6 +213,16 @@ async function buildNetwork(): Promise<void> {
     isOttCaEnrollmentEnabled: true,
     identityRoles: ['walk'],
     externalIdClaim: { index: 0, location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' },
+  });
+  m['external-jwt-signers'] = await net.create('external-jwt-signers', {
+    name: 'walk-signer',
+    issuer: 'https://walk-idp.example',
+    audience: 'overlay',
+    enabled: true,
+    certPem: (await testCa('walk IdP')).certPem,
+    externalAuthUrl: 'https://walk-idp.example/authorize',
+    clientId: 'walk-app',
+    scopes: ['openid'],
   });
   m['controller-settings'] = await net.create('controller-settings', { controllerId: 'walk-controller', oidc: { redirectUris: ['https://walk.example/cb'] } });
   // a device created with its enrollments, so identity and enrollment reads show them

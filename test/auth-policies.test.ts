@@ -9,6 +9,7 @@ import {
   CLIENT,
   createIdentity,
   createIdentityWithPassword,
+  createSigner,
   expectError,
   json,
   MGMT,
@@ -33,7 +34,7 @@ const DEFAULT_SECONDARY = { requireTotp: false, requireExtJwtSigner: null };
 
 const PRIMARY = {
   cert: { allowed: false, allowExpiredCerts: false },
-  extJwt: { allowed: false, allowedSigners: ['signer-a'] },
+  extJwt: { allowed: false, allowedSigners: [] as string[] },
   updb: {
     allowed: true,
     minPasswordLength: 8,
@@ -48,10 +49,14 @@ const SECONDARY = { requireTotp: false, requireExtJwtSigner: null };
 
 let t: TestController;
 let admin: string;
+/** Signers the policies name (a policy may name only signers that exist). */
+const signers = { a: '', x: '', y: '' };
 
 beforeAll(async () => {
   t = await startTestController({ env: ADMIN_ENV });
   admin = await asAdmin(t);
+  for (const key of ['a', 'x', 'y'] as const) signers[key] = await createSigner(t, admin, { name: `signer-${key}` });
+  PRIMARY.extJwt.allowedSigners = [signers.a];
 });
 afterAll(async () => {
   await t.close();
@@ -146,7 +151,7 @@ describe('create and read', () => {
 
 describe('patch and full update', () => {
   it('patch merges partial primary and secondary objects', async () => {
-    const id = await createPolicy({ name: 'patch-merge', secondary: { requireTotp: false, requireExtJwtSigner: 'signer-x' } });
+    const id = await createPolicy({ name: 'patch-merge', secondary: { requireTotp: false, requireExtJwtSigner: signers.x } });
     const res = await call(t, 'PATCH', url(id), {
       token: admin,
       body: { primary: { updb: { maxAttempts: 9 }, cert: { allowed: true } }, secondary: { requireTotp: true } },
@@ -160,11 +165,11 @@ describe('patch and full update', () => {
       cert: { allowed: true, allowExpiredCerts: false },
       updb: { ...PRIMARY.updb, maxAttempts: 9 },
     });
-    expect(p.secondary).toEqual({ requireTotp: true, requireExtJwtSigner: 'signer-x' });
+    expect(p.secondary).toEqual({ requireTotp: true, requireExtJwtSigner: signers.x });
   });
 
   it('patch with secondary null resets secondary; other fields stay', async () => {
-    const id = await createPolicy({ name: 'patch-null', secondary: { requireTotp: true, requireExtJwtSigner: 'signer-y' } });
+    const id = await createPolicy({ name: 'patch-null', secondary: { requireTotp: true, requireExtJwtSigner: signers.y } });
     expect((await call(t, 'PATCH', url(id), { token: admin, body: { secondary: null } })).statusCode).toBe(200);
     const p = await detail(id);
     expect(p.secondary).toEqual(DEFAULT_SECONDARY);
@@ -205,12 +210,29 @@ describe('patch and full update', () => {
 });
 
 describe('extJwt.allowedSigners', () => {
+  it('refuses a policy naming a signer that does not exist, in either place, with 400 naming the field', async () => {
+    const primary = { ...PRIMARY, extJwt: { allowed: true, allowedSigners: [signers.a, 'no-such-signer'] } };
+    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'unknown-signer', primary, secondary: SECONDARY } }), 400, 'COULD_NOT_VALIDATE', 'primary.extJwt.allowedSigners');
+    const secondary = { requireTotp: false, requireExtJwtSigner: 'no-such-signer' };
+    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'unknown-signer', primary: PRIMARY, secondary } }), 400, 'COULD_NOT_VALIDATE', 'secondary.requireExtJwtSigner');
+    const id = await createPolicy({ name: 'known-signer' });
+    expectError(await call(t, 'PATCH', url(id), { token: admin, body: { secondary } }), 400, 'COULD_NOT_VALIDATE', 'secondary.requireExtJwtSigner');
+  });
+
+  it('keeps a signer a policy names from being deleted (409), until the policy no longer names it', async () => {
+    const signer = await createSigner(t, admin, { name: 'signer-named' });
+    const id = await createPolicy({ name: 'names-a-signer', secondary: { requireTotp: false, requireExtJwtSigner: signer } });
+    expectError(await call(t, 'DELETE', `${MGMT}/external-jwt-signers/${signer}`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { secondary: null } })).statusCode).toBe(200);
+    expect((await call(t, 'DELETE', `${MGMT}/external-jwt-signers/${signer}`, { token: admin })).statusCode).toBe(200);
+  });
+
   it('is a list on every read, never null: null written on create, full update or patch reads as []', async () => {
     const nullSigners = { ...PRIMARY, extJwt: { allowed: true, allowedSigners: null } };
     const id = await createPolicy({ name: 'null-signers', primary: nullSigners });
     expect((await detail(id)).primary.extJwt).toEqual({ allowed: true, allowedSigners: [] });
-    expect((await call(t, 'PATCH', url(id), { token: admin, body: { primary: { extJwt: { allowedSigners: ['s-1'] } } } })).statusCode).toBe(200);
-    expect((await detail(id)).primary.extJwt.allowedSigners).toEqual(['s-1']);
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { primary: { extJwt: { allowedSigners: [signers.x] } } } })).statusCode).toBe(200);
+    expect((await detail(id)).primary.extJwt.allowedSigners).toEqual([signers.x]);
     expect((await call(t, 'PATCH', url(id), { token: admin, body: { primary: { extJwt: { allowedSigners: null } } } })).statusCode).toBe(200);
     expect((await detail(id)).primary.extJwt.allowedSigners).toEqual([]);
     const put = await call(t, 'PUT', url(id), { token: admin, body: { name: 'null-signers', primary: nullSigners, secondary: SECONDARY } });

@@ -386,7 +386,7 @@ export function overTls(
   port: number,
   method: string,
   path: string,
-  opts: { body?: unknown; client?: { certPem: string; keyPem: string }; token?: string; trust?: string } = {},
+  opts: { body?: unknown; client?: { certPem: string; keyPem: string }; token?: string; trust?: string; headers?: Record<string, string> } = {},
 ): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
@@ -400,6 +400,7 @@ export function overTls(
         ca: opts.trust ?? t.app.core.pki.trustBundlePem,
         ...(opts.client && { cert: opts.client.certPem, key: opts.client.keyPem }),
         headers: {
+          ...opts.headers,
           ...(opts.token !== undefined && { 'overlay-session': opts.token }),
           ...(payload !== undefined && { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
         },
@@ -414,4 +415,24 @@ export function overTls(
     req.on('error', reject);
     req.end(payload);
   });
+}
+
+// ---- external JWT signers ----------------------------------------------------------------------
+
+/** Creates an external JWT signer (a JWKS endpoint unless the body gives a certificate); answers its id. */
+export async function createSigner(t: TestController, adminToken: string, body: Record<string, unknown> = {}): Promise<string> {
+  const name = typeof body.name === 'string' ? body.name : `signer-${randomBytes(4).toString('hex')}`;
+  const res = await call(t, 'POST', `${MGMT}/external-jwt-signers`, {
+    token: adminToken,
+    body: {
+      name,
+      issuer: `https://${name}.example.com`,
+      audience: 'overlay',
+      enabled: true,
+      ...(body.certPem === undefined ? { jwksEndpoint: `https://${name}.example.com/jwks` } : {}),
+      ...body,
+    },
+  });
+  if (res.statusCode !== 201) throw new Error(`creating signer ${name} failed: ${res.statusCode} ${res.body}`);
+  return json(res).data.id as string;
 }

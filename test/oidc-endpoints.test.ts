@@ -7,6 +7,7 @@ import {
   call,
   CLIENT,
   createIdentityWithPassword,
+  createSigner,
   expectError,
   json,
   MGMT,
@@ -192,12 +193,13 @@ describe('login and the state machine', () => {
   });
 
   it('an external-JWT signer required by the policy is an outstanding query', async () => {
-    const u = await user({ authPolicyId: await policy({ requireTotp: false, requireExtJwtSigner: 'signer-1' }) });
+    const signer = await createSigner(t, await asAdmin(t));
+    const u = await user({ authPolicyId: await policy({ requireTotp: false, requireExtJwtSigner: signer }) });
     const { id } = await startAuthorization(t);
     const res = await postLogin(t, id, u.username, u.password);
     expect(res.statusCode).toBe(200);
     expect(res.headers['totp-required']).toBeUndefined();
-    expect(json(res).authQueries).toEqual([expect.objectContaining({ typeId: 'EXT-JWT', id: 'signer-1' })]);
+    expect(json(res).authQueries).toEqual([expect.objectContaining({ typeId: 'EXT-JWT', id: signer })]);
   });
 
   it('a satisfied factor completes the request (the step TOTP plugs into)', async () => {

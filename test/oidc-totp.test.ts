@@ -11,6 +11,7 @@ import {
   authenticatorApp,
   call,
   CLIENT,
+  createSigner,
   createIdentityWithPassword,
   expectError,
   expectMissingCredential,
@@ -247,14 +248,15 @@ describe('a policy requiring TOTP, the identity not enrolled', () => {
   });
 
   it('with an external JWT required too, TOTP done leaves that query outstanding', async () => {
-    const u = await person({ authPolicyId: await policy({ requireTotp: true, requireExtJwtSigner: 'signer-1' }) });
+    const signer = await createSigner(t, await asAdmin(t));
+    const u = await person({ authPolicyId: await policy({ requireTotp: true, requireExtJwtSigner: signer }) });
     const flow = await begin();
     expect((await passwordLogin(flow, u)).body.authQueries.map((q: { typeId: string }) => q.typeId)).toEqual(['TOTP', 'EXT-JWT']);
     const started = await send('POST', '/oidc/login/totp/enroll', { authRequestId: flow.id });
     const done = await send('POST', '/oidc/login/totp/enroll/verify', { authRequestId: flow.id, code: authenticatorApp(started.body.provisioningUrl)(t.clock()) });
     expect(done.status).toBe(200);
     expect(done.headers.get('totp-required')).toBeNull();
-    expect(done.body).toEqual({ authQueries: [expect.objectContaining({ typeId: 'EXT-JWT', id: 'signer-1' })] });
+    expect(done.body).toEqual({ authQueries: [expect.objectContaining({ typeId: 'EXT-JWT', id: signer })] });
     // TOTP is no longer outstanding: nothing more of it is taken.
     expectApiError(await send('POST', '/oidc/login/totp', { id: flow.id, code: '123456' }), 400, 'COULD_NOT_VALIDATE');
     expect(t.app.core.oidc.requests.get(flow.id)).toMatchObject({ status: 'partial', amr: ['password', 'totp'] });
@@ -352,7 +354,7 @@ describe('TOTP steps outside a partially authenticated request', () => {
       ['DELETE', '/oidc/login/totp/enroll', {}],
     ] as const;
     const started = await begin();
-    const extJwtOnly = await person({ authPolicyId: await policy({ requireTotp: false, requireExtJwtSigner: 'signer-1' }) });
+    const extJwtOnly = await person({ authPolicyId: await policy({ requireTotp: false, requireExtJwtSigner: await createSigner(t, await asAdmin(t)) }) });
     const waiting = await begin();
     expect((await passwordLogin(waiting, extJwtOnly)).status).toBe(200);
     for (const [method, path, body] of steps) {

@@ -110,9 +110,10 @@ async function authenticator(id: string): Promise<EntityOf<'authenticators'>> {
 }
 
 describe('refusals say why, to the holder of the credential', () => {
-  it('ext-jwt: no signer is configured', async () => {
+  it('ext-jwt: no token is presented', async () => {
     const err = await refusal(authenticatePrimary(core, { method: 'ext-jwt', ipAddress: freshAddress() }));
-    expect([err.code, err.message]).toEqual(['INVALID_AUTH', 'no external JWT signer accepts the token']);
+    expect([err.code, err.message]).toEqual(['INVALID_AUTH', 'the external JWT is refused: no bearer token was provided']);
+    expect(err.headers?.['www-authenticate']).toBe('Bearer realm="overlay-primary-ext-jwt" error="missing" error_description="no bearer token was provided"');
   });
 
   it('cert: none presented, one of no trusted CA, or one no identity has', async () => {

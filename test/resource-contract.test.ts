@@ -86,6 +86,11 @@ function servedLinks(api: string, def: ResourceDef): string[] {
   return (def.links ?? []).filter((sub) => documents[api]!.paths[`${api}/${def.name}/{id}/${sub}`]?.get !== undefined);
 }
 
+/** Client lists that show clients fewer fields than the resource has, and filter on those only. */
+const CLIENT_FILTERABLE: Record<string, readonly string[]> = {
+  'external-jwt-signers': ['id', 'createdAt', 'updatedAt', 'tags', 'name'],
+};
+
 const clientDefinitions = definitions.filter((def) => enabled(def).some((op) => served(CLIENT, def).includes(op)));
 
 let admin: string;
@@ -124,6 +129,8 @@ const BODY_EXTRAS: Record<string, (mode: Mode) => Promise<Body>> = {
   // Each kind of check names its own fields, and full updates and patches name the (fixed) kind; an
   // MFA check needs no other field.
   'posture-checks': async () => ({ typeId: 'MFA' }),
+  // A signer verifies with a certificate or a JWKS endpoint (one of them); enabled, clients list it.
+  'external-jwt-signers': async (mode) => (mode === 'patch' ? {} : { jwksEndpoint: `https://idp.example.com/${unique('jwks')}`, enabled: true }),
   // An enrollment lasts until a time still to come.
   enrollments: async (mode) => (mode === 'create' ? { method: 'ott', expiresAt: new Date(t.clock() + 3_600_000).toISOString() } : {}),
 };
@@ -372,7 +379,8 @@ describe.each(clientDefinitions.filter((def) => served(CLIENT, def).includes('li
   '%s list on the Client API',
   (_name, def) => {
     it('lists the filterable fields of the definition, filters on each, and refuses an unknown one', async () => {
-      const expected = filterableFields(def);
+      const narrowed = CLIENT_FILTERABLE[def.name];
+      const expected = filterableFields(def).filter((f) => narrowed === undefined || narrowed.includes(f.name));
       const res = await asAdminCall('GET', `${CLIENT}/${def.name}`);
       expect(expectStatus(res, 200, 'list').meta.filterableFields).toEqual(expected.map((f) => f.name));
       await expectFilters(CLIENT, def, expected, await targetOf(def));

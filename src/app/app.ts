@@ -33,6 +33,9 @@ import { ClientCertificateSigner } from '../domain/client-certificates.js';
 import { ConfigValidators } from '../domain/services.js';
 import { ClientReadModel } from '../domain/client/read-model.js';
 import { AnswerCache } from '../http/client/answer-cache.js';
+import { ExternalJwtSigners } from '../auth/ext-jwt.js';
+import { AuthPolicyRulesCache } from '../auth/ext-jwt-factor.js';
+import { fetchJwks } from '../auth/jwks-fetch.js';
 import type { Core } from './core.js';
 import { registerResources } from './resources.js';
 import { createDataDirectory, inDataDir, secureDataDirectory } from './data-dir.js';
@@ -183,6 +186,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const certificateTrust = caches.register(new CertificateTrust(store, kernel.repo('cas'), clock, pki));
     const links = caches.register(new PolicyLinks(store.dialect, (trigger, seconds) => metrics.linkRecompute(trigger, seconds)));
     const configValidators = caches.register(new ConfigValidators());
+    const externalJwtSigners = caches.register(
+      new ExternalJwtSigners({
+        loadSigners: async () => {
+          const repo = kernel.repo('external-jwt-signers');
+          return (await store.db.selectFrom('external_jwt_signers').selectAll().execute()).map((row) => repo.fromRow(row));
+        },
+        clock,
+        fetchJwks: (url) => fetchJwks(url, config.edge.externalJwtSigners),
+      }),
+    );
     const secrets = await inDataDir(dataDir, 'open the secrets key', join(dataDir, 'secrets.key'), () => SecretBox.open(dataDir));
     // Enrollment JWTs are signed with the OIDC keys, opened below; read only once requests are served.
     const enrollmentTokens = new EnrollmentTokens({
@@ -200,6 +213,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       tokenLifetimes: config.edge.oidc,
       links,
       configValidators,
+      jwksPolicy: config.edge.externalJwtSigners,
       // Read only once requests are served, after the read model below is built.
       serviceFieldsForCaller: (caller, entities, choice) => client.services.callerFields(caller, entities, choice),
     });
@@ -254,6 +268,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       sessions,
       identities,
       certificateTrust,
+      externalJwtSigners,
+      authPolicyRules: caches.register(new AuthPolicyRulesCache(store, kernel.repo('auth-policies'))),
       identityAnswers: caches.register(new IdentityAnswers(resources)),
       loginThrottle: new FailureThrottle(clock),
       mfa,

@@ -12,6 +12,8 @@ import type { BuildInfo } from '../build-info.js';
 import type { ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { CertificateTrust } from '../auth/cert-trust.js';
+import type { ExternalJwtSigners } from '../auth/ext-jwt.js';
+import type { AuthPolicyRulesCache } from '../auth/ext-jwt-factor.js';
 import type { FailureThrottle } from '../auth/throttle.js';
 import type { IdentityAnswers } from '../domain/identities.js';
 import type { Revocations } from '../auth/revocations.js';
@@ -50,6 +52,10 @@ export interface Core {
   readonly identities: IdentityDirectory;
   /** Which client certificates may log in: the network PKI's and those of verified CAs that allow it. */
   readonly certificateTrust: CertificateTrust;
+  /** External JWT signers and their keys, in memory: what verifies their JWTs. */
+  readonly externalJwtSigners: ExternalJwtSigners;
+  /** The rules of auth policies, in memory: what the second external JWT factor is checked by on every request. */
+  readonly authPolicyRules: AuthPolicyRulesCache;
   readonly identityAnswers: IdentityAnswers;
   readonly loginThrottle: FailureThrottle;
   /** TOTP enrollments and the checks of their codes. */

@@ -16,6 +16,8 @@ import { authenticatorBehaviour } from '../domain/authenticators.js';
 import { apiSessionBehaviour } from '../domain/api-sessions.js';
 import { authPolicyBehaviour } from '../domain/auth-policies.js';
 import { caBehaviour } from '../domain/cas.js';
+import { externalJwtSignerBehaviour } from '../domain/external-jwt-signers.js';
+import type { JwksFetchPolicy } from '../auth/jwks-fetch.js';
 import { resourceDefs, type ResourceDefOf, type ResourceName } from '../resources/index.js';
 
 export interface ResourceDeps {
@@ -31,6 +33,8 @@ export interface ResourceDeps {
   serviceFieldsForCaller: ServiceFieldsForCaller;
   /** Tokens and JWTs of enrollments, of identities and of edge routers. */
   enrollmentTokens: EnrollmentTokens;
+  /** What JWKS endpoints external JWT signers may name. */
+  jwksPolicy: JwksFetchPolicy;
 }
 
 /** Per collection, a behaviour over that collection's own definition. */
@@ -55,6 +59,7 @@ function domainBehaviours(resources: Resources, deps: ResourceDeps): BehaviourOf
     'posture-checks': postureCheckBehaviour(),
     revocations: revocationBehaviour(deps.tokenLifetimes),
     'controller-settings': controllerSettingBehaviour(),
+    'external-jwt-signers': externalJwtSignerBehaviour(deps.jwksPolicy),
   };
 }
 

@@ -17,6 +17,8 @@ export interface IdentityState {
   authPolicyId: string;
   disabled: boolean;
   disabledUntil: number | null;
+  /** The id in an external system, when it has one: what an external JWT may name it by. */
+  externalId?: string;
 }
 
 /** Disabled at `now`: disabled without an end, or before its end. */
@@ -56,6 +58,7 @@ export class IdentityDirectory implements Cache {
       authPolicyId: e.authPolicyId,
       disabled: e.disabled === true,
       disabledUntil: typeof e.disabledUntil === 'string' ? Date.parse(e.disabledUntil) : null,
+      ...(typeof e.externalId === 'string' && e.externalId !== '' ? { externalId: e.externalId } : {}),
     };
     this.cache.setIfUnchanged(id, state, seen);
     return state;

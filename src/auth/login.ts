@@ -20,6 +20,8 @@ import type { FailureThrottle } from './throttle.js';
 import type { Mfa } from './mfa.js';
 import type { CertificateTrust } from './cert-trust.js';
 import { readExternalId } from './external-id.js';
+import { ExtJwtError, type ExternalJwtSigners, type Signer } from './ext-jwt.js';
+import type { AuthPolicyRulesCache } from './ext-jwt-factor.js';
 
 /** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
 export interface LoginDeps {
@@ -31,6 +33,8 @@ export interface LoginDeps {
   loginThrottle: FailureThrottle;
   mfa: Pick<Mfa, 'isEnrolled'>;
   certificateTrust: Pick<CertificateTrust, 'verify'>;
+  externalJwtSigners: Pick<ExternalJwtSigners, 'verify'>;
+  authPolicyRules: Pick<AuthPolicyRulesCache, 'get'>;
   /** Counts each primary login by method and outcome. */
   metrics?: { login(method: LoginMethod, result: LoginOutcome): void };
 }
@@ -56,6 +60,8 @@ export interface LoginRequest {
   peerCertificate?: X509Certificate;
   /** The other certificates the client presented, which may link the leaf to a trusted CA. */
   peerChain?: readonly X509Certificate[];
+  /** The `Authorization: Bearer` token of the request: an external JWT for method ext-jwt. */
+  bearer?: string;
   ipAddress: string;
   configTypes: string[];
   envInfo?: Record<string, string>;
@@ -66,7 +72,7 @@ type Identity = EntityOf<'identities'>;
 type Authenticator = EntityOf<'authenticators'>;
 
 /** The credentials of a primary login, whatever opens the session afterwards. */
-export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'peerChain' | 'ipAddress'>;
+export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'peerChain' | 'bearer' | 'ipAddress'>;
 
 export interface PrimaryAuthentication {
   identity: Identity;
@@ -84,6 +90,8 @@ export interface PrimaryAuthentication {
    * verified only with the controller's own signing CA.
    */
   improperClientCertChain: boolean;
+  /** The external JWT signer of an ext-jwt login. */
+  signer?: Signer;
 }
 
 export interface LoginResult {
@@ -109,7 +117,7 @@ export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentia
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
   try {
     const found = await throttled(core, keys, () =>
-      req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(),
+      req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(core, req),
     );
     const authenticated = { ...found, isTotpEnrolled: await core.mfa.isEnrolled(found.identity.id) };
     core.metrics?.login(req.method, 'success');
@@ -255,9 +263,57 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
   return { identity, authenticator, rules, improperClientCertChain: origin.improperClientCertChain };
 }
 
-async function byExternalJwt(): Promise<never> {
-  // Only a token of a configured external JWT signer can authenticate; none is configured.
-  throw invalidAuth('no external JWT signer accepts the token');
+/** A value safe inside a quoted challenge parameter: no quotes, backslashes or control characters. */
+function quoted(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f"\\]/g, "'").slice(0, 300);
+}
+
+/** The WWW-Authenticate challenge of a refused external JWT, in the realm of the requirement it failed. */
+export function extJwtChallenge(realm: 'overlay-primary-ext-jwt' | 'overlay-secondary-ext-jwt', err: Pick<ExtJwtError, 'kind' | 'message' | 'signer'>): string {
+  const signer = err.signer ? ` id="${quoted(err.signer.id)}" issuer="${quoted(err.signer.issuer)}"` : '';
+  return `Bearer realm="${realm}" error="${err.kind}" error_description="${quoted(err.message)}"${signer}`;
+}
+
+/**
+ * A refused primary external JWT login: 401 INVALID_AUTH saying which check failed, in the message
+ * and the challenge, and in the log (the token never).
+ */
+function extJwtRefused(core: LoginDeps, err: ExtJwtError): ApiError {
+  core.log.warn({ signerId: err.signer?.id, reason: err.message }, 'external JWT login refused');
+  return new ApiError('INVALID_AUTH', `the external JWT is refused: ${err.message}`, undefined, {
+    'www-authenticate': extJwtChallenge('overlay-primary-ext-jwt', err),
+  });
+}
+
+/**
+ * An external JWT login: a token of an enabled signer, whose mapped claim names an identity (by id,
+ * or by externalId with useExternalId), under a policy that allows ext-jwt logins by that signer.
+ */
+async function byExternalJwt(core: LoginDeps, req: PrimaryCredentials): Promise<Found> {
+  const refuse = (message: string, signer?: Signer) => extJwtRefused(core, new ExtJwtError('invalid', message, signer));
+  let verified;
+  try {
+    verified = await core.externalJwtSigners.verify(req.bearer);
+  } catch (err) {
+    if (err instanceof ExtJwtError) throw extJwtRefused(core, err);
+    throw err;
+  }
+  const { signer, subject } = verified;
+  const byExternalId = signer.useExternalId === true;
+  const owner = byExternalId
+    ? await core.kernel.store.db.selectFrom('identities').select('id').where('external_id', '=', subject).executeTakeFirst()
+    : { id: subject };
+  const identity = owner && (await core.kernel.repo('identities').get(core.kernel.store.db, String(owner.id)));
+  if (!identity) throw refuse(`no identity has the ${byExternalId ? 'external id' : 'id'} the claim ${signer.claimsProperty ?? 'sub'} names`, signer);
+  const state = await core.identities.get(identity.id);
+  if (!state || core.identities.isDisabled(state)) throw refuse('the identity is disabled', signer);
+  // The rules from memory (they follow the change feed): this login has no password hash to hide behind.
+  const rules = await core.authPolicyRules.get(identity.authPolicyId);
+  if (!rules.primary.extJwt.allowed) throw refuse('the auth policy does not allow external JWT logins', signer);
+  const allowed = rules.primary.extJwt.allowedSigners ?? [];
+  if (allowed.length > 0 && !allowed.includes(signer.id)) throw refuse(`the auth policy does not allow the signer ${signer.id}`, signer);
+  return { identity, authenticator: null, rules, improperClientCertChain: false, signer };
 }
 
 async function usableIdentity(core: LoginDeps, identityId: string): Promise<Identity> {

@@ -78,6 +78,7 @@ describe('defaults', () => {
         oidc: { accessTokenDuration: 30 * M, idTokenDuration: 30 * M, refreshTokenDuration: 24 * H },
         enrollment: { edgeIdentity: { duration: 180 * M }, edgeRouter: { duration: 180 * M } },
         totp: { issuer: 'overlay' },
+        externalJwtSigners: { allowHttpLoopback: false, allowPrivateAddresses: false },
       },
       web: [
         {

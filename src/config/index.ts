@@ -88,6 +88,11 @@ export interface Config {
     oidc: { accessTokenDuration: number; idTokenDuration: number; refreshTokenDuration: number };
     enrollment: { edgeIdentity: { duration: number }; edgeRouter: { duration: number } };
     totp: { issuer: string };
+    /**
+     * Fetches of external JWT signers' JWKS: http to a loopback address, and targets on loopback,
+     * private and link-local addresses, are refused unless allowed here (tests, closed networks).
+     */
+    externalJwtSigners: { allowHttpLoopback: boolean; allowPrivateAddresses: boolean };
   };
   web: ListenerConfig[];
   /** Adjustments the loader made, for the caller to log. */
@@ -225,7 +230,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
 // edge
 
 function readEdge(value: unknown, warnings: string[]): Config['edge'] {
-  const edge = mapping(value, 'edge', ['api', 'oidc', 'enrollment', 'totp']);
+  const edge = mapping(value, 'edge', ['api', 'oidc', 'enrollment', 'totp', 'externalJwtSigners']);
 
   const api = mapping(edge.api, 'edge.api', ['sessionTimeout', 'disableOidcAutoBinding']);
   const sessionTimeout = duration(api.sessionTimeout, 'edge.api.sessionTimeout', { fallback: 30 * MINUTE, min: MINUTE });
@@ -264,7 +269,17 @@ function readEdge(value: unknown, warnings: string[]): Config['edge'] {
     oidc: { accessTokenDuration: access, idTokenDuration: id, refreshTokenDuration: refresh },
     enrollment: { edgeIdentity: enrollmentDuration('edgeIdentity'), edgeRouter: enrollmentDuration('edgeRouter') },
     totp: { issuer },
+    externalJwtSigners: readExternalJwtSigners(edge.externalJwtSigners),
   };
+}
+
+function readExternalJwtSigners(value: unknown): Config['edge']['externalJwtSigners'] {
+  const section = mapping(value, 'edge.externalJwtSigners', ['allowHttpLoopback', 'allowPrivateAddresses']);
+  const flag = (name: 'allowHttpLoopback' | 'allowPrivateAddresses') => {
+    const key = `edge.externalJwtSigners.${name}`;
+    return present(section[name], key) ? bool(section[name], key) : false;
+  };
+  return { allowHttpLoopback: flag('allowHttpLoopback'), allowPrivateAddresses: flag('allowPrivateAddresses') };
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -9,15 +9,19 @@ import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import type { Executor } from '../store/store.js';
 import { computed, type ResourceBehaviour } from './resources.js';
 
+/** An authentication query: MFA (TOTP) carries its code's format and length, EXT-JWT its signer's login. */
 export const AuthQuerySchema = Type.Object({
   typeId: Type.String(),
   provider: Type.String(),
-  format: Type.String(),
-  httpMethod: Type.String(),
-  httpUrl: Type.String(),
-  minLength: Type.Integer(),
-  maxLength: Type.Integer(),
-  isTotpEnrolled: Type.Boolean(),
+  format: Type.Optional(Type.String()),
+  httpMethod: Type.Optional(Type.String()),
+  httpUrl: Type.Optional(Type.String()),
+  minLength: Type.Optional(Type.Integer()),
+  maxLength: Type.Optional(Type.Integer()),
+  isTotpEnrolled: Type.Optional(Type.Boolean()),
+  id: Type.Optional(Type.String()),
+  clientId: Type.Optional(Type.String()),
+  scopes: Type.Optional(Type.Array(Type.String())),
 });
 
 /** Computed fields of every API session answer (filled by sessionAnswer and apiSessionBehaviour). */

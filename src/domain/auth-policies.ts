@@ -1,9 +1,10 @@
 // Auth policies beyond CRUD: the rules an identity logs in under, who may change the policies
-// admins log in under, and the external JWT signer list always a list.
+// admins log in under, the external JWT signer list always a list, naming only signers that exist.
 import { PrimaryReadSchema, type authPolicies, type AuthPolicyRules } from '../resources/auth-policies.js';
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
 import { adminOnly, byDelegate } from './delegates.js';
+import { checkNamedSigners } from './external-jwt-signers.js';
 import { computed, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** The rules of an identity's auth policy (the default policy when it names none). */
@@ -49,6 +50,7 @@ export function authPolicyBehaviour(): ResourceBehaviour<typeof authPolicies> {
     async validate(ctx, next, prev) {
       if (prev) await guard(ctx, prev.id);
       next.primary = withSignerList(next.primary);
+      await checkNamedSigners(ctx.tx, next.primary, next.secondary);
     },
     async beforeDelete(ctx, prev) {
       await guard(ctx, prev.id);

@@ -12,6 +12,10 @@ import { ApiError, fieldError, notFound } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
 import { hashToken } from '../auth/tokens.js';
 import { readExternalId } from '../auth/external-id.js';
+import { claimAt, ExtJwtError, type ExternalJwtSigners } from '../auth/ext-jwt.js';
+import { extJwtChallenge } from '../auth/login.js';
+import { DEFAULT_CLAIMS_PROPERTY } from '../resources/external-jwt-signers.js';
+import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { newId } from '../ids.js';
 import type { SecretBox } from '../auth/secret-box.js';
 import { signCompact } from '../oidc/jws.js';
@@ -554,6 +558,71 @@ export class Enrollments {
   }
 
   /**
+   * Token enrollment: a JWT of an external signer that allows it creates an identity named by the
+   * signer's enrollNameClaimsSelector (default sub), with the role attributes of its
+   * enrollAttributeClaimsSelector (a claim holding a string array), the auth policy
+   * enrollAuthPolicyId and the mapped claim as externalId. With a CSR (enrollToCertEnabled) the
+   * identity gets a network certificate for it and answers it; without (enrollToTokenEnabled) it logs
+   * in with the signer's JWTs. `issuerId` names the signer when given (overlay-token-issuer-id).
+   */
+  async enrollToken(
+    signers: Pick<ExternalJwtSigners, 'verify'>,
+    token: string | undefined,
+    issuerId: string | undefined,
+    csrPem: string | undefined,
+  ): Promise<Partial<EnrolledCertificate>> {
+    let verified;
+    try {
+      verified = await signers.verify(token, issuerId !== undefined ? { signerId: issuerId } : {});
+    } catch (err) {
+      if (!(err instanceof ExtJwtError)) throw err;
+      throw tokenRefused(err);
+    }
+    const { signer, claims, subject } = verified;
+    const toCert = csrPem !== undefined && csrPem.trim() !== '';
+    if (toCert && !signer.enrollToCertEnabled) throw tokenRefused(new ExtJwtError('invalid', `the signer ${signer.id} does not allow enrollment to a certificate`, signer));
+    if (!toCert && !signer.enrollToTokenEnabled) throw tokenRefused(new ExtJwtError('invalid', `the signer ${signer.id} does not allow enrollment to token logins`, signer));
+    const nameClaim = signer.enrollNameClaimsSelector || DEFAULT_CLAIMS_PROPERTY;
+    const requested = claimAt(claims, nameClaim);
+    if (typeof requested !== 'string' || requested.trim() === '') {
+      throw new ApiError('COULD_NOT_VALIDATE', `the token has no name for the identity: its claim ${nameClaim} (enrollNameClaimsSelector) is missing or not a string`);
+    }
+    const roleAttributes = enrollRoleAttributes(claims, signer.enrollAttributeClaimsSelector);
+    let publicKey;
+    if (toCert) {
+      try {
+        publicKey = (await checkCsrPem(csrPem)).publicKey;
+      } catch (err) {
+        if (!(err instanceof CsrProblem)) throw err;
+        throw new ApiError(err.unreadable ? 'MISSING_OR_INVALID_CSR' : 'COULD_NOT_PROCESS_CSR', err.message);
+      }
+    }
+    const identityId = newId();
+    const issued = publicKey
+      ? await createClientCertificate(publicKey, this.opts.pki.trustDomain, identityId, await this.signingIssuer(), new Date(this.opts.clock()))
+      : undefined;
+    await this.opts.resources.write(async (ctx) => {
+      // One identity per external id: a second enrollment of the same subject is refused.
+      const existing = await ctx.tx.selectFrom('identities').select('id').where('external_id', '=', subject).executeTakeFirst();
+      if (existing) throw new ApiError('ENROLLMENT_EXISTS', `an identity with the external id of this token already exists (${String(existing.id)})`);
+      const name = await uniqueIdentityName(ctx.tx, requested.trim().slice(0, 255));
+      const identity = {
+        name,
+        type: 'Default',
+        isAdmin: false,
+        roleAttributes,
+        externalId: subject,
+        authPolicyId: signer.enrollAuthPolicyId || DEFAULT_AUTH_POLICY_ID,
+      };
+      await ctx.resources.get('identities').createIn(ctx, identity, { id: identityId });
+      if (issued) {
+        await ctx.resources.get('authenticators').createIn(ctx, { method: 'cert', identityId, certPem: issued.certPem }, { isIssuedByNetwork: true });
+      }
+    });
+    return issued ? { cert: issued.certPem + this.opts.pki.signingCertPem } : {};
+  }
+
+  /**
    * An authenticator reverted to an enrollment: the authenticator is deleted (its identity can no
    * longer log in with it) and an enrollment made in its place — updb for a password, ottca of its
    * CA for a certificate of a third-party CA, ott for another certificate — replacing an outstanding
@@ -617,6 +686,25 @@ async function refuseCertificateInUse(ctx: WriteContext, cert: X509Certificate):
  * token refreshed, deleted or used meanwhile (by an exchange at the same time) is refused; and
  * again only while it has not expired.
  */
+/** A token enrollment refused: 401 with the check that failed, in the challenge of a primary external JWT. */
+function tokenRefused(err: ExtJwtError): ApiError {
+  return new ApiError('INVALID_AUTH', `the token cannot enroll: ${err.message}`, undefined, {
+    'www-authenticate': extJwtChallenge('overlay-primary-ext-jwt', err),
+  });
+}
+
+/** The role attributes a token enrolls an identity with: the string array of the signer's claim, or none. */
+function enrollRoleAttributes(claims: Record<string, unknown>, selector: string): string[] {
+  if (selector === '') return [];
+  const value = claimAt(claims, selector);
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
+    throw new ApiError('COULD_NOT_VALIDATE', `the token's claim ${selector} (enrollAttributeClaimsSelector) is not an array of strings`);
+  }
+  const usable = (v: string) => v !== '' && v.length <= 255 && !v.startsWith('#') && !v.startsWith('@');
+  return [...new Set(value.filter(usable))].slice(0, 100);
+}
+
 async function consume(ctx: WriteContext, e: Enrollment): Promise<void> {
   if (Date.parse(e.expiresAt) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
   const result = await ctx.tx.deleteFrom('enrollments').where('id', '=', e.id).where('token_hash', '=', e.tokenHash).executeTakeFirst();

@@ -16,6 +16,8 @@ import { BearerError } from '../oidc/bearer.js';
 import type { AccessClaims } from '../oidc/tokens.js';
 import { SESSION } from './auth-requirements.js';
 import { traceRequest } from './tracing.js';
+import { secondFactorOutstanding } from '../auth/ext-jwt-factor.js';
+import { extJwtChallenge } from '../auth/login.js';
 
 export interface Principal {
   identity: IdentityState;
@@ -157,6 +159,18 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
     const partialAllowed = required.kind === 'session' && required.partial === true;
     if (session.isMfaRequired && !session.isMfaComplete && !partialAllowed) {
       throw unauthorized('multi-factor authentication is not complete', CHALLENGE.sessionInvalid);
+    }
+    // A legacy session of an identity whose policy requires an external JWT carries one on every
+    // request (the routes of a partial session excepted, so a client can read what it is asked).
+    // An OIDC caller's token was issued only once a login carried it (its Authorization header
+    // holds the access token).
+    if (!principal.bearer && !partialAllowed) {
+      const outstanding = await secondFactorOutstanding(core, identity, bearerToken(request.headers.authorization));
+      if (outstanding) {
+        throw new ApiError('UNAUTHORIZED', `the external JWT second factor is not satisfied: ${outstanding.refusal.message}`, undefined, {
+          'www-authenticate': extJwtChallenge('overlay-secondary-ext-jwt', outstanding.refusal),
+        });
+      }
     }
     if (
       (required.kind === 'admin' && !allows(identity, required.group, required.action)) ||

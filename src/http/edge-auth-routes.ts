@@ -7,6 +7,7 @@ import { ApiError, fieldError } from '../errors.js';
 import type { Core } from '../app/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
 import { certExtensionFlagsOf, sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
+import { secondFactorOutstanding } from '../auth/ext-jwt-factor.js';
 import { changeOwnAuthenticator, listOwnAuthenticators, ownAuthenticatorAnswer } from '../domain/authenticators.js';
 import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
 import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
@@ -14,7 +15,7 @@ import { authenticators as authenticatorsDef, MAX_CERT_PEM } from '../resources/
 import { MAX_CSR_PEM } from '../pki/index.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, PUBLIC, SESSION } from './auth-requirements.js';
-import { expiryHeaders, peerCertificate, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
+import { bearerToken, expiryHeaders, peerCertificate, peerCertificates, presentedSessionToken, principalOf } from './credentials.js';
 import { listMeta, parseList } from './list.js';
 import { named } from './openapi.js';
 import {
@@ -92,6 +93,7 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
         username: body.username,
         password: body.password,
         ...peerCertificates(request),
+        bearer: bearerToken(request.headers.authorization),
         ipAddress: request.ip,
         configTypes: [...new Set(body.configTypes ?? [])],
         envInfo: body.envInfo,
@@ -101,10 +103,10 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       expiryHeaders(core, reply, result.session);
       const isTotpEnrolled = result.session.isMfaRequired && (await core.mfa.isEnrolled(result.identity.id));
       const flags = await certExtensionFlagsOf(core.store.db, result.session.authMethod === 'cert' ? result.session.authenticatorId : null);
-      return envelope({
-        ...sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), isTotpEnrolled, flags),
-        token: result.token,
-      });
+      const answer = sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), isTotpEnrolled, flags);
+      const identityState = await core.identities.get(result.identity.id);
+      const second = identityState && (await secondFactorOutstanding(core, identityState, bearerToken(request.headers.authorization)));
+      return envelope({ ...answer, authQueries: [...(answer.authQueries as unknown[]), ...(second ? [second.query] : [])], token: result.token });
     },
   });
 
@@ -119,7 +121,10 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       const isTotpEnrolled = session.isMfaRequired && !session.isMfaComplete && (await core.mfa.isEnrolled(identity.id));
       // Only a certificate authenticator is ever flagged for extension: others need no read.
       const flags = await certExtensionFlagsOf(core.store.db, session.authMethod === 'cert' ? session.authenticatorId : null);
-      return envelope({ ...sessionAnswer(core.sessions, session, identity.name, core.clock(), isTotpEnrolled, flags), ...(token !== undefined && { token }) });
+      const answer = sessionAnswer(core.sessions, session, identity.name, core.clock(), isTotpEnrolled, flags);
+      // The external JWT a legacy session must carry, asked for while this request carries none valid.
+      const second = principalOf(request).bearer ? undefined : await secondFactorOutstanding(core, identity, bearerToken(request.headers.authorization));
+      return envelope({ ...answer, authQueries: [...(answer.authQueries as unknown[]), ...(second ? [second.query] : [])], ...(token !== undefined && { token }) });
     },
   });
 

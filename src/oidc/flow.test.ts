@@ -160,13 +160,9 @@ describe('secondary factors', () => {
     expect(EXT_JWT_FACTOR.required(ctx(rules(false, 'signer-1')))).toBe(true);
     expect(EXT_JWT_FACTOR.required(ctx(rules(false, '')))).toBe(false);
     expect(EXT_JWT_FACTOR.required(ctx(rules(false, null)))).toBe(false);
-    expect(EXT_JWT_FACTOR.query(ctx(rules(false, 'signer-1')))).toEqual({
-      typeId: 'EXT-JWT',
-      provider: 'overlay',
-      httpMethod: 'POST',
-      httpUrl: './oidc/login/ext-jwt',
-      id: 'signer-1',
-    });
+    expect(EXT_JWT_FACTOR.query(ctx(rules(false, 'signer-1')))).toEqual({ typeId: 'EXT-JWT', provider: 'url', id: 'signer-1' });
+    const known = { typeId: 'EXT-JWT', provider: 'url', id: 'signer-1', httpUrl: 'https://idp.example/authorize', clientId: 'app', scopes: ['openid'] };
+    expect(EXT_JWT_FACTOR.query({ ...ctx(rules(false, 'signer-1')), extJwtQuery: known })).toEqual(known);
   });
 
   it('TOTP also for an identity with a confirmed enrollment, whatever the policy; its query says so', () => {

@@ -67,6 +67,8 @@ export interface FactorContext {
   identityId: string;
   /** Whether the identity has a confirmed TOTP enrollment (found by the primary login, or made since). */
   isTotpEnrolled: boolean;
+  /** The EXT-JWT query of the required signer: where the client gets its token (read at the login). */
+  extJwtQuery?: AuthQuery;
 }
 
 /** A secondary factor a policy (or the identity) can require after the primary login. */
@@ -99,18 +101,21 @@ export const TOTP_FACTOR: SecondaryFactor = {
   headers: { 'totp-required': 'true' },
 };
 
-/** A JWT of the signer `secondary.requireExtJwtSigner` names, sent with a login request. */
+/**
+ * A JWT of the signer `secondary.requireExtJwtSigner` names, sent with a login request (as the
+ * Authorization bearer of a primary login, or of POST /oidc/login/ext-jwt while it is outstanding).
+ * The query says where the client gets it: the signer's externalAuthUrl, clientId and scopes.
+ */
 export const EXT_JWT_FACTOR: SecondaryFactor = {
   id: 'ext-jwt',
   required: ({ rules }) => typeof rules.secondary.requireExtJwtSigner === 'string' && rules.secondary.requireExtJwtSigner !== '',
-  query: ({ rules }) => ({
-    typeId: 'EXT-JWT',
-    provider: 'overlay',
-    httpMethod: 'POST',
-    httpUrl: './oidc/login/ext-jwt',
-    // Stryker: asked for only when required, that is with a signer named; the default is for the type checker.
-    id: rules.secondary.requireExtJwtSigner ?? '',
-  }),
+  query: ({ rules, extJwtQuery }) =>
+    extJwtQuery ?? {
+      typeId: 'EXT-JWT',
+      provider: 'url',
+      // Stryker: asked for only when required, that is with a signer named; the default is for the type checker.
+      id: rules.secondary.requireExtJwtSigner ?? '',
+    },
 };
 
 export const SECONDARY_FACTORS: readonly SecondaryFactor[] = [TOTP_FACTOR, EXT_JWT_FACTOR];
@@ -139,6 +144,8 @@ export interface PrimaryOutcome {
   isTotpEnrolled: boolean;
   /** A certificate login whose network certificate came without its chain (see auth/cert-trust.ts). */
   improperClientCertChain: boolean;
+  /** The EXT-JWT query of the signer the policy requires as a second factor, when it requires one. */
+  extJwtQuery?: AuthQuery;
 }
 
 export interface AuthRequest extends AuthorizationParams {
@@ -166,7 +173,12 @@ export function splitList(value: string | string[] | undefined): string[] {
 export const REQUEST_LIFETIME_MS = 10 * 60_000;
 
 function contextOf(primary: PrimaryOutcome): FactorContext {
-  return { rules: primary.rules, identityId: primary.identityId, isTotpEnrolled: primary.isTotpEnrolled };
+  return {
+    rules: primary.rules,
+    identityId: primary.identityId,
+    isTotpEnrolled: primary.isTotpEnrolled,
+    ...(primary.extJwtQuery ? { extJwtQuery: primary.extJwtQuery } : {}),
+  };
 }
 
 const AMR: Record<PrimaryOutcome['method'], string> = { password: 'password', cert: 'cert', 'ext-jwt': 'ext-jwt' };

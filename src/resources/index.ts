@@ -17,6 +17,7 @@ import { sessions } from './sessions.js';
 import { mfas } from './mfas.js';
 import { cas } from './cas.js';
 import { enrollments } from './enrollments.js';
+import { externalJwtSigners } from './external-jwt-signers.js';
 
 /** Every resource, in registration order (transit-routers are the routers table served a second time). */
 export const resourceDefs = [
@@ -45,6 +46,7 @@ export const resourceDefs = [
   controllerSettings,
   controllers,
   sessions,
+  externalJwtSigners,
 ] as const satisfies readonly ResourceDef[];
 
 /** The name of a resource of the controller: a collection of its own. */

@@ -4,15 +4,17 @@
 // (ottca), an identity made by a CA's certificate (ca), an edge router's client and server
 // certificates (erott) and their extension (the router's current client certificate is the
 // credential), the generic /enroll that takes any of them by the token's method (or `method`) and a
-// raw PEM CSR too, the keys that verify enrollment JWTs and the challenge proving the network holds
-// them. Answers carrying a certificate or a username are not cached.
+// raw PEM CSR too, token enrollment with an external JWT (/enroll/token), the keys that verify
+// enrollment JWTs and the challenge proving the network holds them. Answers carrying a certificate
+// or a username are not cached.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Core } from '../../app/core.js';
 import { fieldError } from '../../errors.js';
 import { MAX_CSR_PEM } from '../../pki/index.js';
+import { MAX_NAME } from '../../resources/kit.js';
 import { PUBLIC } from '../auth-requirements.js';
-import { peerCertificates } from '../credentials.js';
+import { bearerToken, peerCertificates } from '../credentials.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { networkJwtRoutes } from '../enrollment-routes.js';
 import { dataEnvelopeSchema, EmptySchema } from '../resource-routes.js';
@@ -60,6 +62,31 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
     handler: async (request, reply) => {
       const { token, clientCsr } = request.body as { token: string; clientCsr?: string };
       const answer = await core.enrollments.enrollOtt(token, clientCsr);
+      noStore(reply);
+      return envelope(answer);
+    },
+  });
+
+  // Enrollment with an external JWT: to a certificate for the CSR of the body, or without one to
+  // logins with the signer's JWTs (which answers no certificate).
+  app.post('/enroll/token', {
+    config: { auth: PUBLIC },
+    schema: {
+      operationId: 'enrollToken',
+      tags: ['enroll'],
+      headers: Type.Object({ 'overlay-token-issuer-id': Type.Optional(Type.String({ minLength: 1, maxLength: MAX_NAME })) }),
+      body: Type.Union([Type.Object({ clientCsr: Type.Optional(Csr) }, { title: 'tokenEnrollmentRequest' }), Type.Null()]),
+      response: {
+        200: dataEnvelopeSchema(
+          Type.Object({ cert: Type.Optional(Type.String({ description: 'the client certificate and the CA that signed it, PEM' })) }, { title: 'tokenEnrollmentCerts' }),
+          'tokenEnrollmentCertsEnvelope',
+        ),
+      },
+    },
+    handler: async (request, reply) => {
+      const body = (request.body ?? {}) as { clientCsr?: string };
+      const issuerId = (request.headers as Record<string, string | undefined>)['overlay-token-issuer-id'];
+      const answer = await core.enrollments.enrollToken(core.externalJwtSigners, bearerToken(request.headers.authorization), issuerId, body.clientCsr);
       noStore(reply);
       return envelope(answer);
     },

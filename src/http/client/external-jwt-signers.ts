@@ -1,10 +1,14 @@
-// The external JWT signers a client may authenticate with. No signer exists until external JWT
-// signers are implemented: the list is always empty, with its list parameters checked.
+// The external JWT signers a client may authenticate with: the enabled ones, each with what a client
+// needs to start a login at that provider (externalAuthUrl, clientId, scopes, targetToken). Filters
+// and sorting see only these fields, so the list tells a caller nothing more of a signer.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { SqlFlavor } from '../../query/flavor.js';
+import type { Core } from '../../app/core.js';
 import type { FilterSpec } from '../../resources/kit.js';
+import { TagsSchema, LinksSchema } from '../../resources/kit.js';
+import { TARGET_TOKENS } from '../../resources/external-jwt-signers.js';
+import { listEnabledSigners } from '../../domain/external-jwt-signers.js';
 import { SESSION } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
@@ -22,7 +26,30 @@ const SIGNER_FILTER: FilterSpec = {
   fields: ['id', 'createdAt', 'updatedAt', 'tags', 'name'],
 };
 
-export function clientExternalJwtSignersRoutes(server: FastifyInstance, { flavor }: { flavor: SqlFlavor }): void {
+const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
+
+const ClientSignerSchema = Type.Object(
+  {
+    _links: LinksSchema,
+    id: Type.String(),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+    tags: TagsSchema,
+    name: Type.String(),
+    audience: nullable(Type.String()),
+    clientId: nullable(Type.String()),
+    externalAuthUrl: nullable(Type.String()),
+    scopes: Type.Array(Type.String()),
+    targetToken: Type.Union(TARGET_TOKENS.map((t) => Type.Literal(t))),
+    enrollToCertEnabled: Type.Boolean(),
+    enrollToTokenEnabled: Type.Boolean(),
+  },
+  { title: 'clientExternalJwtSignerDetail' },
+);
+
+const CLIENT_FIELDS = Object.keys(ClientSignerSchema.properties);
+
+export function clientExternalJwtSignersRoutes(server: FastifyInstance, core: Pick<Core, 'resources'>): void {
   // Request parts typed by the route schemas, which have checked them before a handler runs.
   const app = server.withTypeProvider<TypeBoxTypeProvider>();
   app.get('/external-jwt-signers', {
@@ -31,16 +58,13 @@ export function clientExternalJwtSignersRoutes(server: FastifyInstance, { flavor
       operationId: 'listExternalJwtSigners',
       tags: ['external-jwt-signers'],
       querystring: ListQuerySchema,
-      response: {
-        200: dataEnvelopeSchema(
-          Type.Array(Type.Object({}, { additionalProperties: true, title: 'clientExternalJwtSignerDetail' })),
-          'listClientExternalJwtSignersEnvelope',
-        ),
-      },
+      response: { 200: dataEnvelopeSchema(Type.Array(ClientSignerSchema), 'listClientExternalJwtSignersEnvelope') },
     },
     handler: async (request) => {
-      const list = parseList(request.query, SIGNER_FILTER, flavor);
-      return envelope([], listMeta(list, 0, SIGNER_FILTER));
+      const list = parseList(request.query, SIGNER_FILTER, core.resources.flavor);
+      const { items, total } = await listEnabledSigners(core.resources, list.query);
+      const shown = items.map((answer) => Object.fromEntries(CLIENT_FIELDS.map((f) => [f, answer[f]])));
+      return envelope(shown, listMeta(list, total, SIGNER_FILTER));
     },
   });
 }

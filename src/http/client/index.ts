@@ -19,7 +19,7 @@ export function clientRoutes(app: FastifyInstance, core: Core): void {
   edgeAuthRoutes(app, core);
   mfaRoutes(app, core);
   clientControllersRoutes(app, { flavor, controllers: core.resources.get('controllers') });
-  clientExternalJwtSignersRoutes(app, { flavor });
+  clientExternalJwtSignersRoutes(app, core);
   clientServicesRoutes(app, {
     flavor,
     resources: core.resources,

@@ -33,6 +33,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   });
   registerResourceRoutes(app, r.get('authenticators'), flavor);
   casRoutes(app, core);
+  registerResourceRoutes(app, r.get('external-jwt-signers'), flavor);
   registerResourceRoutes(app, r.get('api-sessions'), flavor);
   enrollmentsRoutes(app, core);
   policiesRoutes(app, core);

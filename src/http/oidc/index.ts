@@ -7,7 +7,10 @@ import type { BindPoint, ListenerConfig } from '../../config/index.js';
 import type { Core } from '../../app/core.js';
 import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
 import { OAuthError } from '../../oidc/errors.js';
-import { TOTP_FACTOR, type AuthRequest } from '../../oidc/flow.js';
+import { EXT_JWT_FACTOR, TOTP_FACTOR, type AuthRequest } from '../../oidc/flow.js';
+import { checkSecondToken, extJwtQuery, requiredSigner } from '../../auth/ext-jwt-factor.js';
+import { ExtJwtError } from '../../auth/ext-jwt.js';
+import { extJwtChallenge } from '../../auth/login.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import { SCOPES_SUPPORTED } from '../../oidc/provider.js';
@@ -160,6 +163,12 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         if (method === 'password') ctx.retry = { step: 'password', authRequest, ...(p.username !== undefined ? { username: p.username } : {}) };
         if (authRequest.status === 'complete') throw new ApiError('COULD_NOT_VALIDATE', 'the authorization request is already complete');
         core.oidc.requests.addConfigTypes(authRequest, [...listOf(bodyConfigTypes), ...listOf(queryConfigTypes)]);
+        const bearer = bearerToken(request.headers.authorization);
+        // While the second external JWT is outstanding, POST /oidc/login/ext-jwt brings it.
+        if (method === 'ext-jwt' && authRequest.status === 'partial' && authRequest.outstanding.includes(EXT_JWT_FACTOR.id)) {
+          await satisfyExtJwt(authRequest, bearer);
+          return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
+        }
         let primary;
         try {
           primary = await authenticatePrimary(core, {
@@ -167,12 +176,14 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
             username: p.username,
             password: p.password,
             ...peerCertificates(request),
+            bearer,
             ipAddress: request.ip,
           });
         } catch (err) {
           if (err instanceof ApiError && err.code === 'INVALID_AUTH') core.oidc.requests.primaryFailed(authRequest);
           throw err;
         }
+        const secondSigner = await requiredSigner(core, primary.identity);
         core.oidc.requests.primarySucceeded(authRequest, {
           identityId: primary.identity.id,
           authenticatorId: primary.authenticator?.id ?? null,
@@ -182,9 +193,37 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           ipAddress: request.ip,
           isTotpEnrolled: primary.isTotpEnrolled,
           improperClientCertChain: primary.improperClientCertChain,
+          ...(secondSigner !== null && { extJwtQuery: extJwtQuery(secondSigner, await core.externalJwtSigners.get(secondSigner)) }),
         });
+        // The login request may carry the second external JWT too: a primary ext-jwt login's own
+        // token when it is of the signer required, else its Authorization bearer.
+        if (secondSigner !== null && bearer !== undefined && (method !== 'ext-jwt' || primary.signer?.id === secondSigner)) {
+          await satisfyExtJwt(authRequest, bearer);
+        }
         return ctx.html ? renderStep(request, reply, authRequest) : answerLogin(request, reply, authRequest);
       };
+
+      /**
+       * Meets the outstanding external JWT factor with a token of the required signer naming the
+       * request's identity (amr gains ejs:<signerId>); else 401 in realm overlay-secondary-ext-jwt.
+       */
+      const satisfyExtJwt = async (authRequest: AuthRequest, token: string | undefined) => {
+        const signerId = authRequest.primary?.rules.secondary.requireExtJwtSigner;
+        const identity = await identityOf(authRequest);
+        try {
+          // Stryker: outstanding only when the policy names a signer; '' is for the type checker.
+          await checkSecondToken(core, signerId ?? '', identity, token);
+        } catch (err) {
+          if (!(err instanceof ExtJwtError)) throw err;
+          core.oidc.requests.factorFailed(authRequest);
+          logRefusal(err);
+          throw new ApiError('INVALID_AUTH', `the external JWT second factor is not satisfied: ${err.message}`, undefined, {
+            'www-authenticate': extJwtChallenge('overlay-secondary-ext-jwt', err),
+          });
+        }
+        core.oidc.requests.satisfy(authRequest, EXT_JWT_FACTOR.id, `ejs:${signerId ?? ''}`);
+      };
+      const logRefusal = (err: ExtJwtError) => core.log.warn({ signerId: err.signer?.id, reason: err.message }, 'external JWT second factor refused');
 
       /** 302 to the client with the code when complete; else 200 with what is still asked for. */
       const answerLogin = (request: FastifyRequest, reply: FastifyReply, authRequest: AuthRequest) => {

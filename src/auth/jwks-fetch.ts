@@ -1,0 +1,213 @@
+// The one outbound fetch of the controller: an external JWT signer's JWKS. An admin names the URL, so
+// it must not become a way into the controller's own network (SSRF): https only (http only to a
+// loopback address, and only when configured), the host resolved here and every address it has
+// checked — loopback, private and link-local addresses refused unless configured, reserved ones
+// always — and the connection made to the address checked, so a second lookup cannot answer another.
+// A fetch is bounded: 5 s for all of it, 1 MiB of body, no redirects followed.
+import { lookup } from 'node:dns/promises';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+export interface JwksFetchPolicy {
+  /** http:// is accepted when every address of the host is a loopback address. */
+  allowHttpLoopback: boolean;
+  /** Loopback, private (RFC 1918, ULA, CGNAT) and link-local targets are accepted. */
+  allowPrivateAddresses: boolean;
+}
+
+export const JWKS_FETCH_TIMEOUT_MS = 5_000;
+export const JWKS_MAX_BYTES = 1024 * 1024;
+
+/** A JWKS that could not be fetched, with the reason (said to operators, never a secret). */
+export class JwksFetchError extends Error {
+  override readonly name = 'JwksFetchError';
+}
+
+type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'reserved';
+
+function blockList(entries: [string, number, 'ipv4' | 'ipv6'][]): BlockList {
+  const list = new BlockList();
+  for (const [net, prefix, family] of entries) list.addSubnet(net, prefix, family);
+  return list;
+}
+
+const LOOPBACK = blockList([
+  ['127.0.0.0', 8, 'ipv4'],
+  ['::1', 128, 'ipv6'],
+]);
+const LINK_LOCAL = blockList([
+  ['169.254.0.0', 16, 'ipv4'],
+  ['fe80::', 10, 'ipv6'],
+]);
+const PRIVATE = blockList([
+  ['10.0.0.0', 8, 'ipv4'],
+  ['172.16.0.0', 12, 'ipv4'],
+  ['192.168.0.0', 16, 'ipv4'],
+  ['100.64.0.0', 10, 'ipv4'],
+  ['fc00::', 7, 'ipv6'],
+]);
+/** Never a host to fetch from: this network, multicast, reserved and broadcast, unspecified, documentation. */
+const RESERVED = blockList([
+  ['0.0.0.0', 8, 'ipv4'],
+  ['224.0.0.0', 4, 'ipv4'],
+  ['240.0.0.0', 4, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'],
+  ['203.0.113.0', 24, 'ipv4'],
+  ['::', 128, 'ipv6'],
+  ['ff00::', 8, 'ipv6'],
+  ['2001:db8::', 32, 'ipv6'],
+]);
+
+/** What kind of target an address is; an IPv4-mapped IPv6 address counts as its IPv4 address. */
+export function classifyAddress(address: string): AddressClass {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  const ip = mapped ? mapped[1]! : address;
+  const family = isIP(ip) === 4 ? 'ipv4' : 'ipv6';
+  if (LOOPBACK.check(ip, family)) return 'loopback';
+  if (LINK_LOCAL.check(ip, family)) return 'link-local';
+  if (PRIVATE.check(ip, family)) return 'private';
+  if (RESERVED.check(ip, family)) return 'reserved';
+  return 'public';
+}
+
+/**
+ * Checks a JWKS URL as far as it can be without resolving it: a URL, https (or http when http to
+ * loopback is allowed), no credentials in it. Answers the parsed URL; throws JwksFetchError.
+ */
+export function checkJwksUrl(text: string, policy: JwksFetchPolicy): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new JwksFetchError('it is not a URL');
+  }
+  if (url.protocol === 'http:') {
+    if (!policy.allowHttpLoopback) throw new JwksFetchError('it must be an https URL');
+  } else if (url.protocol !== 'https:') {
+    throw new JwksFetchError('it must be an https URL');
+  }
+  if (url.username !== '' || url.password !== '') throw new JwksFetchError('it must not carry credentials');
+  return url;
+}
+
+/** The addresses of the URL's host that may be fetched from; throws JwksFetchError naming the refusal. */
+export async function targetAddresses(url: URL, policy: JwksFetchPolicy): Promise<{ address: string; family: number }[]> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  let addresses: { address: string; family: number }[];
+  if (isIP(host) !== 0) {
+    addresses = [{ address: host, family: isIP(host) }];
+  } else {
+    try {
+      addresses = await lookup(host, { all: true, verbatim: true });
+    } catch (err) {
+      throw new JwksFetchError(`the host ${host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (addresses.length === 0) throw new JwksFetchError(`the host ${host} has no address`);
+  for (const { address } of addresses) {
+    const kind = classifyAddress(address);
+    if (url.protocol === 'http:' && kind !== 'loopback') {
+      throw new JwksFetchError(`http is allowed only to a loopback address, and ${host} is ${address}`);
+    }
+    if (kind === 'public') continue;
+    if (kind === 'reserved') throw new JwksFetchError(`the host ${host} is the reserved address ${address}`);
+    const allowed = policy.allowPrivateAddresses || (kind === 'loopback' && policy.allowHttpLoopback);
+    if (!allowed) throw new JwksFetchError(`the host ${host} is the ${kind} address ${address}, which is not allowed`);
+  }
+  return addresses;
+}
+
+export interface FetchBounds {
+  timeoutMs: number;
+  maxBytes: number;
+}
+
+/** Fetches and parses a JWKS under the policy; throws JwksFetchError with the reason. */
+export async function fetchJwks(
+  text: string,
+  policy: JwksFetchPolicy,
+  bounds: FetchBounds = { timeoutMs: JWKS_FETCH_TIMEOUT_MS, maxBytes: JWKS_MAX_BYTES },
+): Promise<{ keys: Record<string, unknown>[] }> {
+  const url = checkJwksUrl(text, policy);
+  const deadline = AbortSignal.timeout(bounds.timeoutMs);
+  const addresses = await withDeadline(targetAddresses(url, policy), deadline, bounds.timeoutMs);
+  const pinned = addresses[0]!;
+  // The connection goes to the address checked above, whatever a lookup now would answer.
+  const pinnedLookup: LookupFunction = (_host, options, callback) => {
+    if (options.all) callback(null, [pinned]);
+    else callback(null, pinned.address, pinned.family);
+  };
+  const body = await new Promise<Buffer>((resolve, reject) => {
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(url, { method: 'GET', lookup: pinnedLookup, headers: { accept: 'application/json' }, agent: false, signal: deadline }, (res: IncomingMessage) => {
+      const status = res.statusCode ?? 0;
+      if (status >= 300 && status < 400) {
+        res.destroy();
+        reject(new JwksFetchError(`it answered a redirect (HTTP ${status}), which is not followed`));
+        return;
+      }
+      if (status !== 200) {
+        res.destroy();
+        reject(new JwksFetchError(`it answered HTTP ${status}`));
+        return;
+      }
+      const declared = Number(res.headers['content-length'] ?? 0);
+      if (declared > bounds.maxBytes) {
+        res.destroy();
+        reject(new JwksFetchError(`its answer is larger than ${bounds.maxBytes} bytes`));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > bounds.maxBytes) {
+          res.destroy();
+          reject(new JwksFetchError(`its answer is larger than ${bounds.maxBytes} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('end', () => resolve(Buffer.concat(chunks)));
+      res.on('error', (err) => reject(describe(err, bounds.timeoutMs)));
+    });
+    req.on('error', (err) => reject(describe(err, bounds.timeoutMs)));
+    req.end();
+  });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new JwksFetchError('its answer is not JSON');
+  }
+  const keys = (parsed as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'object' && k !== null && !Array.isArray(k))) {
+    throw new JwksFetchError('its answer is not a JWKS (an object with a keys array)');
+  }
+  return { keys: keys as Record<string, unknown>[] };
+}
+
+function describe(err: Error, timeoutMs: number): JwksFetchError {
+  if (err.name === 'AbortError' || err.name === 'TimeoutError') return new JwksFetchError(`it did not answer within ${timeoutMs} ms`);
+  if (err instanceof JwksFetchError) return err;
+  return new JwksFetchError(`it could not be reached (${(err as NodeJS.ErrnoException).code ?? err.message})`);
+}
+
+function withDeadline<T>(work: Promise<T>, signal: AbortSignal, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new JwksFetchError(`it did not answer within ${timeoutMs} ms`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

@@ -1,0 +1,146 @@
+// External JWT signers as records: CRUD on the Management API with the certificate read into
+// commonName, fingerprint and validity; the checks of certPem, jwksEndpoint and externalAuthUrl; and
+// the Client API's list of enabled signers with only what starts a login at the provider.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_ENV,
+  asAdmin,
+  call,
+  CLIENT,
+  createIdentityWithPassword,
+  createSigner,
+  expectError,
+  json,
+  login,
+  MGMT,
+  startTestController,
+  testCertificate,
+  type TestController,
+} from './helpers.js';
+
+let t: TestController;
+let admin: string;
+
+beforeAll(async () => {
+  t = await startTestController({ env: ADMIN_ENV });
+  admin = await asAdmin(t);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const url = (id = '') => `${MGMT}/external-jwt-signers${id ? `/${id}` : ''}`;
+const detail = async (id: string) => json(await call(t, 'GET', url(id), { token: admin })).data;
+
+describe('create and read', () => {
+  it('reads the certificate into commonName, fingerprint, notBefore and notAfter', async () => {
+    const notBefore = new Date('2026-01-01T00:00:00Z');
+    const notAfter = new Date('2027-01-01T00:00:00Z');
+    const cert = await testCertificate('idp-signing', { notBefore, notAfter });
+    const id = await createSigner(t, admin, { name: 'with-cert', certPem: cert.certPem, kid: 'kid-1', claimsProperty: 'email', useExternalId: true });
+    const s = await detail(id);
+    expect(s).toMatchObject({
+      name: 'with-cert',
+      issuer: 'https://with-cert.example.com',
+      audience: 'overlay',
+      enabled: true,
+      certPem: cert.certPem,
+      jwksEndpoint: null,
+      kid: 'kid-1',
+      claimsProperty: 'email',
+      useExternalId: true,
+      commonName: 'idp-signing',
+      fingerprint: cert.fingerprint,
+      notBefore: notBefore.toISOString(),
+      notAfter: notAfter.toISOString(),
+      targetToken: 'ACCESS',
+      enrollToCertEnabled: false,
+      enrollToTokenEnabled: false,
+    });
+  });
+
+  it('replaces certificate fields when a patch moves the signer to a JWKS endpoint', async () => {
+    const cert = await testCertificate('idp-moving');
+    const id = await createSigner(t, admin, { name: 'moving', certPem: cert.certPem });
+    const res = await call(t, 'PATCH', url(id), { token: admin, body: { certPem: null, jwksEndpoint: 'https://moving.example.com/keys' } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await detail(id)).toMatchObject({ certPem: null, jwksEndpoint: 'https://moving.example.com/keys', commonName: null, fingerprint: null, notBefore: null, notAfter: null });
+  });
+
+  const base = { name: 'bad-one', issuer: 'https://bad.example.com', audience: 'overlay', enabled: true };
+  it.each([
+    ['a PEM that is no certificate', { ...base, certPem: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' }, 'certPem'],
+    ['text that is no PEM', { ...base, certPem: 'not a pem' }, 'certPem'],
+    ['neither certPem nor jwksEndpoint', base, 'certPem'],
+    ['a jwksEndpoint that is no URI', { ...base, jwksEndpoint: 'not a uri' }, 'jwksEndpoint'],
+    ['an http jwksEndpoint (https only unless configured)', { ...base, jwksEndpoint: 'http://idp.example.com/jwks' }, 'jwksEndpoint'],
+    ['a file: jwksEndpoint', { ...base, jwksEndpoint: 'file:///etc/passwd' }, 'jwksEndpoint'],
+    ['an externalAuthUrl that is no URL', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', externalAuthUrl: 'nope' }, 'externalAuthUrl'],
+    ['an unknown enrollAuthPolicyId', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', enrollAuthPolicyId: 'no-such-policy' }, 'enrollAuthPolicyId'],
+    ['a missing audience', { name: 'bad-one', issuer: 'https://bad.example.com', enabled: true, jwksEndpoint: 'https://bad.example.com/jwks' }, 'audience'],
+    ['a bad targetToken', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', targetToken: 'REFRESH' }, 'targetToken'],
+  ])('refuses %s with 400 naming the field, writing nothing', async (_what, body, field) => {
+    expectError(await call(t, 'POST', url(), { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);
+    const listed = json(await call(t, 'GET', `${url()}?filter=${encodeURIComponent('name = "bad-one"')}`, { token: admin }));
+    expect(listed.data).toEqual([]);
+  });
+
+  it('refuses a second signer with the same issuer or the same certificate', async () => {
+    const cert = await testCertificate('idp-twice');
+    await createSigner(t, admin, { name: 'first-of-two', certPem: cert.certPem });
+    expectError(
+      await call(t, 'POST', url(), { token: admin, body: { name: 'second-of-two', issuer: 'https://first-of-two.example.com', audience: 'a', enabled: true, jwksEndpoint: 'https://x.example.com/j' } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'issuer',
+    );
+    expectError(
+      await call(t, 'POST', url(), { token: admin, body: { name: 'second-of-two', issuer: 'https://other.example.com', audience: 'a', enabled: true, certPem: cert.certPem } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'certPem',
+    );
+  });
+
+  it('is refused to a caller without the permission, and deleted by an admin', async () => {
+    const user = await createIdentityWithPassword(t, admin, { name: 'no-signers', username: 'no-signers', password: 'no-signers-1' });
+    const token = await login(t, 'no-signers', 'no-signers-1');
+    expect(user.id).toBeTruthy();
+    expect((await call(t, 'GET', url(), { token })).statusCode).toBe(401);
+    const id = await createSigner(t, admin, { name: 'to-delete' });
+    expect((await call(t, 'DELETE', url(id), { token: admin })).statusCode).toBe(200);
+    expectError(await call(t, 'GET', url(id), { token: admin }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('the Client API list', () => {
+  it('lists enabled signers only, with what starts a login at the provider and nothing of how tokens are checked', async () => {
+    const on = await createSigner(t, admin, {
+      name: 'client-visible',
+      externalAuthUrl: 'https://client-visible.example.com/authorize',
+      clientId: 'overlay-app',
+      scopes: ['openid', 'email'],
+      targetToken: 'ID',
+    });
+    const off = await createSigner(t, admin, { name: 'client-hidden', enabled: false });
+    const user = await createIdentityWithPassword(t, admin, { name: 'signer-lister', username: 'signer-lister', password: 'signer-lister-1' });
+    expect(user.id).toBeTruthy();
+    const token = await login(t, 'signer-lister', 'signer-lister-1', CLIENT);
+    const res = await call(t, 'GET', `${CLIENT}/external-jwt-signers?limit=500`, { token });
+    expect(res.statusCode, res.body).toBe(200);
+    const listed = json(res).data as Record<string, unknown>[];
+    expect(listed.map((s) => s.id)).toContain(on);
+    expect(listed.map((s) => s.id)).not.toContain(off);
+    const shown = listed.find((s) => s.id === on)!;
+    expect(shown).toMatchObject({
+      name: 'client-visible',
+      externalAuthUrl: 'https://client-visible.example.com/authorize',
+      clientId: 'overlay-app',
+      scopes: ['openid', 'email'],
+      targetToken: 'ID',
+      audience: 'overlay',
+    });
+    for (const hidden of ['issuer', 'jwksEndpoint', 'certPem', 'claimsProperty', 'useExternalId', 'kid', 'enabled']) expect(shown).not.toHaveProperty(hidden);
+    expectError(await call(t, 'GET', `${CLIENT}/external-jwt-signers?filter=${encodeURIComponent('issuer = "x"')}`, { token }), 400, 'INVALID_FILTER', 'filter');
+  });
+});
