@@ -13,6 +13,8 @@ import { migrations as appMigrations } from '../store/migrations/index.js';
 import { Resources } from '../domain/resources.js';
 import { Kernel } from '../kernel/kernel.js';
 import { CacheRegistry } from '../kernel/caches.js';
+import { AuditRetention, AuditTrail } from '../kernel/audit.js';
+import { AuditLog } from '../domain/audit-events.js';
 import { PolicyLinks } from '../policy/links.js';
 import { loadBuildInfo } from '../build-info.js';
 import { SERVED_BINDINGS } from '../http/info.js';
@@ -135,7 +137,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       log: (msg) => log.info(msg),
     });
 
-    const kernel = new Kernel({ store, clock, log });
+    const audit = new AuditTrail(store, clock, config.audit);
+    const kernel = new Kernel({ store, clock, log, audit, maxQueuedWrites: config.writes.maxQueued });
+    const auditRetention = new AuditRetention({
+      trail: audit,
+      write: (fn) => kernel.write(fn),
+      onError: (err) => log.warn({ err }, 'the audit log could not be pruned'),
+    });
     // Every cache registers here and follows the change feed through it.
     const caches = new CacheRegistry(kernel.changes, log);
     const resources = new Resources(kernel, { checkAnswers: options.checkAnswers === true });
@@ -213,6 +221,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         SERVED_BINDINGS.includes('edge-oidc') && config.web.some((l) => l.apis.some((a) => a.binding === 'edge-oidc'))
           ? ['OIDC_AUTH']
           : [],
+      auditLog: new AuditLog(store),
     };
 
     const self = config.web[0]?.bindPoints[0]?.address ?? 'localhost';
@@ -232,6 +241,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       servers,
       async listen() {
         sessions.start();
+        auditRetention.start();
         const urls: string[] = [];
         for (const s of servers) {
           const { host, port } = listenAddress(s.bindPoint);
@@ -249,6 +259,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         oidc.stop();
         oidcSettings.stop();
         revocations.stop();
+        auditRetention.stop();
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();

@@ -25,6 +25,7 @@ import type { Enrollments } from '../domain/enrollments.js';
 import type { RouterEnrollments } from '../domain/router-enrollment.js';
 import type { CertificateExtension } from '../domain/certificate-extension.js';
 import type { ApiSessionCertificates } from '../domain/api-session-certificates.js';
+import type { AuditLog } from '../domain/audit-events.js';
 
 export interface Core {
   readonly config: Config;
@@ -70,4 +71,6 @@ export interface Core {
   readonly clientAnswers: AnswerCache;
   /** Capabilities enabled on this controller. */
   capabilities(): string[];
+  /** The audit log, as the Management API reads it. */
+  readonly auditLog: AuditLog;
 }

@@ -98,6 +98,8 @@ describe('defaults', () => {
           },
         },
       ],
+      audit: { enabled: true, maxAge: 90 * 24 * H, maxEvents: 1_000_000 },
+      writes: { maxQueued: 1_000 },
       warnings: [],
     } satisfies Config);
   });
@@ -363,7 +365,7 @@ describe('validation errors name the key', () => {
 
   it.each([
     // unknown keys
-    ['dataDirr: /x\n', 'dataDirr', /unknown key \(allowed here: dataDir, log, admin, edge, web\)/],
+    ['dataDirr: /x\n', 'dataDirr', /unknown key \(allowed here: dataDir, log, admin, edge, web, audit, writes\)/],
     ['edge:\n  oidc: { accesTokenDuration: 30m }\n', 'edge.oidc.accesTokenDuration', /unknown key/],
     ['edge:\n  apis: {}\n', 'edge.apis', /unknown key/],
     ['log: { level: info, format: json }\n', 'log.format', /unknown key/],

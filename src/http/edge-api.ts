@@ -10,6 +10,7 @@ import { credentialHook } from './credentials.js';
 import { handleError, handleNotFound } from './errors.js';
 import { API_NAMES, EDGE_API_PATHS, registerInfoRoutes } from './info.js';
 import { documentOptions } from './openapi.js';
+import { registerWriteOrigin } from './write-origin.js';
 
 export type EdgeBinding = Extract<ApiBinding, 'edge-client' | 'edge-management'>;
 
@@ -41,6 +42,7 @@ export async function registerEdgeApi(server: FastifyInstance, opts: EdgeApiOpti
         return this.serialize(payload) as string;
       });
       app.addHook('onRequest', credentialHook(opts.core));
+      registerWriteOrigin(app, opts.core.kernel);
       registerInfoRoutes(app, opts.core, opts.binding, opts.listener, opts.address);
       opts.routes(app, opts.core);
     },

@@ -16,6 +16,7 @@ import { relatedRoutes } from './related.js';
 import { routersRoutes } from './routers.js';
 import { servicesRoutes } from './services.js';
 import { managementSessionsRoutes } from './sessions.js';
+import { auditEventsRoutes } from './audit-events.js';
 import { actorOf, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
@@ -38,6 +39,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   routersRoutes(app, core);
   operationsRoutes(app, core);
   relatedRoutes(app, core);
+  auditEventsRoutes(app, core.auditLog, flavor);
   managementSessionsRoutes(app, {
     flavor,
     sessions: core.client.sessions,

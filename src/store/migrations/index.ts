@@ -14,6 +14,7 @@ import { m0011Enrollments } from './0011-enrollments.js';
 import { m0012Cas } from './0012-cas.js';
 import { m0014CertificateExtension } from './0014-certificate-extension.js';
 import { m0015EdgeRouterEnrollment } from './0015-edge-router-enrollment.js';
+import { m0017AuditEvents } from './0017-audit-events.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -30,4 +31,5 @@ export const migrations: readonly StoreMigration[] = [
   m0012Cas,
   m0014CertificateExtension,
   m0015EdgeRouterEnrollment,
+  m0017AuditEvents,
 ];
