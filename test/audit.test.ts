@@ -77,6 +77,9 @@ describe('recording', () => {
     expect(cre.changes.after).toMatchObject({ id, name: 'web', roleAttributes: ['a'] });
     expect(upd.changes.before).toMatchObject({ roleAttributes: ['a'] });
     expect(upd.changes.after).toMatchObject({ roleAttributes: ['b'] });
+    // An update shows the fields that changed, not the whole record.
+    expect(upd.changes.before).not.toHaveProperty('name');
+    expect(upd.changes.after).not.toHaveProperty('name');
     expect(del.changes.before).toMatchObject({ name: 'web', roleAttributes: ['b'] });
     expect(del.changes.after).toBeUndefined();
 

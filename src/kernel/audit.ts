@@ -8,6 +8,7 @@
 // Only writes that carry an origin (a request of an Edge API) are recorded; the controller's own
 // background work (activity flushes, sweeps, pruning) has none. Retention bounds the rows by age and
 // count; prune() runs on a timer the caller may inject.
+import type { CompiledQuery } from 'kysely';
 import type { ResourceDef } from '../resources/kit.js';
 import { auditEvents } from '../resources/audit-events.js';
 import { Repository } from '../store/repository.js';
@@ -102,6 +103,10 @@ export class AuditTrail {
   /** For ids in the order events were written: the last time used, and a count within it. */
   private lastMs = 0;
   private seq = 0;
+  /** Compiled inserts by number of rows. */
+  private readonly inserts = new Map<number, { compiled: CompiledQuery; order: { row: number; column: string }[] }>();
+  /** Tells this process's ids from another's written in the same millisecond with the same count. */
+  private readonly processTag = randomBytes(4).toString('hex');
 
   constructor(
     private readonly store: Store,
@@ -116,8 +121,12 @@ export class AuditTrail {
     return this.settings.enabled;
   }
 
-  /** Writes the events of one write's changes and entries in its transaction. */
-  async append(tx: Tx, now: string, origin: WriteOrigin, changes: readonly ImagedChange[], entries: readonly AuditEntry[]): Promise<void> {
+  /**
+   * The rows of one write's changes and entries, made inside the write (a record it changed without
+   * saying how is read as it now is, before a later write of the batch changes it again). Stored
+   * rows: column → value.
+   */
+  async rowsOf(tx: Tx, now: string, origin: WriteOrigin, changes: readonly ImagedChange[], entries: readonly AuditEntry[]): Promise<Record<string, unknown>[]> {
     const rows: Record<string, unknown>[] = [];
     for (const c of merged(changes)) {
       let { after } = c;
@@ -132,18 +141,47 @@ export class AuditTrail {
           entityType: c.change.collection,
           entityId: c.change.id,
           entityName: typeof image?.[nameField] === 'string' ? (image[nameField] as string) : null,
-          ...(c.before !== undefined ? { before: scrubbed(c.def, c.before) } : {}),
-          ...(after !== undefined && c.change.kind !== 'delete' ? { after: scrubbed(c.def, after) } : {}),
+          ...images(c.def, c.before, c.change.kind === 'delete' ? undefined : after),
         }),
       );
     }
     for (const e of entries) rows.push(this.row(now, origin, origin.actor, e));
-    if (rows.length === 0) return;
+    if (rows.length === 0) return rows;
     await this.fillActorNames(tx, rows);
-    // One statement for the write's events (bounded: SQLite takes 32766 parameters, a row has 16).
-    for (let i = 0; i < rows.length; i += 500) {
-      await tx.insertInto(auditEvents.table).values(rows.slice(i, i + 500).map((r) => this.repo.toRow(r))).execute();
+    return rows.map((r) => this.repo.toRow(r));
+  }
+
+  /**
+   * Stores rows made by rowsOf, in the transaction of their writes: the events of a whole batch of
+   * writes in a few statements, each compiled once per size (every row has every column). A pass
+   * through the query builder per event would cost more than the insert itself.
+   */
+  async insert(tx: Tx, rows: readonly Record<string, unknown>[]): Promise<void> {
+    let at = 0;
+    while (at < rows.length) {
+      const size = INSERT_SIZES.find((n) => n <= rows.length - at)!;
+      await tx.executeQuery(this.insertOf(tx, rows.slice(at, at + size)));
+      at += size;
     }
+  }
+
+  private insertOf(tx: Tx, rows: readonly Record<string, unknown>[]): CompiledQuery {
+    const columns = Object.keys(rows[0]!);
+    let template = this.inserts.get(rows.length);
+    if (!template) {
+      // Placeholder values name their row and column; the compiled order says where each goes.
+      const placeholders = rows.map((_, i) => Object.fromEntries(columns.map((c) => [c, `${i}:${c}`])));
+      const compiled = tx.insertInto(auditEvents.table).values(placeholders).compile();
+      const order = compiled.parameters.map((p) => {
+        const [row, column] = String(p).split(':') as [string, string];
+        if (!columns.includes(column)) throw new Error(`unexpected parameter ${String(p)} in ${compiled.sql}`);
+        return { row: Number(row), column };
+      });
+      template = { compiled, order };
+      this.inserts.set(rows.length, template);
+    }
+    const { compiled, order } = template;
+    return { ...compiled, parameters: order.map((o) => rows[o.row]![o.column]) };
   }
 
   private row(now: string, origin: WriteOrigin, actor: AuditActor | undefined, e: AuditEntry): Record<string, unknown> {
@@ -170,14 +208,14 @@ export class AuditTrail {
   }
 
   /**
-   * An id that sorts after every id this trail gave before (time, then a count, then randomness for
-   * other processes), so events of the same millisecond list in the order they were written.
+   * An id that sorts after every id this trail gave before (time, then a count, then a random tag of
+   * this process), so events of the same millisecond list in the order they were written.
    */
   private nextId(): string {
     const ms = Math.max(this.clock(), this.lastMs);
     this.seq = ms === this.lastMs ? this.seq + 1 : 0;
     this.lastMs = ms;
-    return `${ms.toString(36).padStart(9, '0')}${this.seq.toString(36).padStart(4, '0')}${randomBytes(3).toString('hex')}`;
+    return `${ms.toString(36).padStart(9, '0')}${this.seq.toString(36).padStart(4, '0')}${this.processTag}`;
   }
 
   /** An actor known by id only (a login's) is shown by name too. */
@@ -244,6 +282,28 @@ function merged(changes: readonly ImagedChange[]): ImagedChange[] {
   return [...byRecord.values()];
 }
 
+/**
+ * The images an event shows, secrets removed: a created record after, a deleted one before, and of
+ * an updated one the fields that changed, before and after (what an operator asks: what did this
+ * change; and the rows of a long log stay small).
+ */
+function images(def: ResourceDef, before: Record<string, unknown> | undefined, after: Record<string, unknown> | undefined): Pick<AuditEntry, 'before' | 'after'> {
+  if (before === undefined) return after === undefined ? {} : { after: scrubbed(def, after) };
+  if (after === undefined) return { before: scrubbed(def, before) };
+  const was: Record<string, unknown> = {};
+  const is: Record<string, unknown> = {};
+  const shownBefore = scrubbed(def, before);
+  const shownAfter = scrubbed(def, after);
+  for (const name of new Set([...Object.keys(shownBefore), ...Object.keys(shownAfter)])) {
+    const a = shownBefore[name];
+    const b = shownAfter[name];
+    if (a === b || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b))) continue;
+    was[name] = a ?? null;
+    is[name] = b ?? null;
+  }
+  return { before: was, after: is };
+}
+
 /** A login's actor: the identity of the API session it opens. */
 function loginActor(c: ImagedChange, after: Record<string, unknown> | undefined): AuditActor | undefined {
   if (c.change.collection !== 'api-sessions' || c.change.kind !== 'create' || !after) return undefined;
@@ -262,6 +322,9 @@ export const intervalScheduler: Scheduler = (job, everyMs) => {
   timer.unref();
   return () => clearInterval(timer);
 };
+
+/** Rows per insert statement: a batch's events go in the largest that fit, so few texts are compiled. */
+const INSERT_SIZES = [64, 16, 4, 1];
 
 /** How often the retention bounds are applied. */
 export const PRUNE_EVERY_MS = 10 * 60_000;

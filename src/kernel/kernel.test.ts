@@ -236,6 +236,17 @@ describe('the audit trail of a write', () => {
         }),
       ),
     ).rejects.toThrow('refused');
+    // Two writes sharing a batch: the one that throws is rolled back with its event, the other kept.
+    const shared = audited.withOrigin({ requestId: 'req-batch', ipAddress: '10.0.0.2' }, () => [
+      audited.write((ctx) => ctx.insert('identity-types', identityType('b1'))),
+      audited.write(async (ctx) => {
+        await ctx.insert('identity-types', identityType('b2'));
+        throw new Error('refused too');
+      }),
+    ]);
+    expect((await Promise.allSettled(shared)).map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    const batchRows = await store.db.selectFrom('audit_events').select('entity_id').where('request_id', '=', 'req-batch').execute();
+    expect(batchRows).toEqual([{ entity_id: 'b1' }]);
     // No origin: the controller's own write is not audited.
     await audited.write((ctx) => ctx.insert('identity-types', identityType('a3')));
     const rows = await store.db.selectFrom('audit_events').select(['entity_id', 'action', 'request_id']).where('request_id', '=', 'req-audit').execute();

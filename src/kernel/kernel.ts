@@ -177,6 +177,8 @@ export class Kernel {
         const failed: { write: QueuedWrite; err: unknown }[] = [];
         try {
           await this.store.transaction(async (tx) => {
+            // The audit rows of the batch's writes that succeed, stored together before the commit.
+            const auditRows: Record<string, unknown>[] = [];
             for (const write of batch) {
               // One write alone needs no savepoint: its failure rolls the transaction back.
               const alone = batch.length === 1;
@@ -187,9 +189,10 @@ export class Kernel {
               try {
                 const ctx = this.context(tx, write.actor, after, record, audited);
                 const value = await write.fn(ctx);
-                if (audited) await this.audit!.append(tx, ctx.now, audited.origin, audited.changes, audited.entries);
+                const rows = audited ? await this.audit!.rowsOf(tx, ctx.now, audited.origin, audited.changes, audited.entries) : [];
                 await record.seal();
                 if (!alone) await sql`release savepoint kernel_write`.execute(tx);
+                for (const row of rows) auditRows.push(row);
                 done.push({ write, value, after, record });
               } catch (err) {
                 if (alone) throw err;
@@ -198,6 +201,7 @@ export class Kernel {
                 failed.push({ write, err });
               }
             }
+            if (auditRows.length > 0) await this.audit!.insert(tx, auditRows);
           });
         } catch (err) {
           // The commit failed (or a write alone threw): nothing of the batch was written.
