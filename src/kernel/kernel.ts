@@ -134,7 +134,9 @@ export class Kernel {
     }
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, actor, origin, resolve: resolve as (value: unknown) => void, reject } as QueuedWrite);
-      if (!this.draining) void this.drain();
+      // The drain serves every request's writes: it runs outside this one's origin, so nothing it
+      // starts (listeners, work after commits) takes this request for its own.
+      if (!this.draining) this.origins.exit(() => void this.drain());
     });
   }
 
