@@ -148,11 +148,6 @@ export class Kernel {
     return this.origins.run(origin, fn);
   }
 
-  /** The origin writes started now would carry. */
-  currentOrigin(): WriteOrigin | undefined {
-    return this.origins.getStore();
-  }
-
   /** Records an audit event in a small write of its own (a failed login has no transaction). */
   async recordAudit(entry: AuditEntry): Promise<void> {
     if (!this.audit?.enabled || !this.origins.getStore()) return;
