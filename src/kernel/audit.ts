@@ -71,16 +71,24 @@ const SECRET_NAME = /password|secret|token|hash|recovery|private|jwt/i;
 
 /** The fields of a record an audit event may show: those an answer shows, none named like a secret. */
 export function scrubbed(def: ResourceDef, entity: Record<string, unknown>): Record<string, unknown> {
+  const shown = shownFields(def);
   const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(entity)) {
-    const f = def.fields[name];
-    // The id is the record's own, even where a body names it (a revocation's).
-    if (name !== 'id' && f && (f.writeOnly || f.virtual)) continue;
-    if (SECRET_NAME.test(name)) continue;
-    if (!f && !BASE_FIELDS.has(name)) continue;
-    out[name] = value;
-  }
+  for (const name of shown) if (name in entity) out[name] = entity[name];
   return out;
+}
+
+/** The fields shown of each definition, worked out once. */
+const SHOWN = new WeakMap<ResourceDef, readonly string[]>();
+
+function shownFields(def: ResourceDef): readonly string[] {
+  let shown = SHOWN.get(def);
+  if (!shown) {
+    // The id is the record's own, even where a body names it (a revocation's, declared virtual).
+    const fields = Object.entries(def.fields).filter(([name, f]) => !f.writeOnly && !f.virtual && name !== 'id').map(([name]) => name);
+    shown = [...BASE_FIELDS, ...fields].filter((name) => !SECRET_NAME.test(name));
+    SHOWN.set(def, shown);
+  }
+  return shown;
 }
 
 const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
