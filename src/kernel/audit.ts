@@ -108,6 +108,8 @@ function actionOf(c: ImagedChange, actor: AuditActor | undefined): string {
 export class AuditTrail {
   readonly settings: AuditSettings;
   private readonly repo: Repository;
+  /** The rows of the resources whose records are read back. */
+  private readonly repos = new WeakMap<ResourceDef, Repository>();
   /** For ids in the order events were written: the last time used, and a count within it. */
   private lastMs = 0;
   private seq = 0;
@@ -125,6 +127,12 @@ export class AuditTrail {
     this.repo = new Repository(auditEvents, store.dialect);
   }
 
+  private repoOf(def: ResourceDef): Repository {
+    let repo = this.repos.get(def);
+    if (!repo) this.repos.set(def, (repo = new Repository(def, this.store.dialect)));
+    return repo;
+  }
+
   get enabled(): boolean {
     return this.settings.enabled;
   }
@@ -139,7 +147,7 @@ export class AuditTrail {
     for (const c of merged(changes)) {
       let { after } = c;
       // A writer that recorded only the change: the record as it now is.
-      if (after === undefined && c.change.kind !== 'delete') after = await new Repository(c.def, this.store.dialect).get(tx, c.change.id);
+      if (after === undefined && c.change.kind !== 'delete') after = await this.repoOf(c.def).get(tx, c.change.id);
       const actor = origin.actor ?? loginActor(c, after);
       const image = after ?? c.before;
       const nameField = c.def.nameField ?? 'name';
