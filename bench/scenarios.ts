@@ -431,6 +431,7 @@ export const scenarios: Scenario[] = [
       if (res.status !== 200 || series < SERIES_ROUTES) throw new Error(`/metrics answered ${res.status} with ${series} request series`);
     },
   },
+  ...auditedWrites(),
 ];
 
 // ---- the scale store ------------------------------------------------------------------------------
@@ -560,6 +561,101 @@ function clientScenarios(): Scenario[] {
         const res = await ctx.request('POST', scenario.path, { headers: scenario.headers, body: scenario.body });
         if (res.status !== 201) throw new Error(`creating a session failed: ${res.status} ${res.body}`);
       },
+    },
+  ];
+}
+
+// ---- writes with and without the audit log -----------------------------------------------------------
+
+/** Turns the audit log of the controller under test on or off (a bench route of bench/server.ts). */
+export const BENCH_AUDIT_PATH = '/bench/audit';
+
+async function setAudit(ctx: BenchContext, enabled: boolean): Promise<void> {
+  const res = await ctx.request('PUT', `${BENCH_AUDIT_PATH}?enabled=${enabled}`);
+  if (res.status !== 200) throw new Error(`turning the audit log ${enabled ? 'on' : 'off'} failed: ${res.status} ${res.body}`);
+}
+
+/** Identities the patch scenarios rotate over. */
+const PATCHED_IDENTITIES = 200;
+
+/**
+ * Identity creates and patches as the admin, each once with the audit log on and once off: what
+ * recording costs is the ratio of the two rates, measured in the same run on the same controller
+ * (the audit log is switched before every run of a scenario). Target: at most 15 % fewer writes/s.
+ */
+function auditedWrites(): Scenario[] {
+  const adminHeaders = async (ctx: BenchContext) => ({ 'overlay-session': await login(ctx), 'content-type': 'application/json' });
+  const creates = (audit: boolean): DynamicRequests => {
+    const run = randomBytes(4).toString('hex');
+    let n = 0;
+    return {
+      prepare: (ctx) => setAudit(ctx, audit),
+      body: () => JSON.stringify({ name: `bench-${audit ? 'a' : 'n'}-${run}-${n++}`, type: 'User', isAdmin: false }),
+      answered() {},
+    };
+  };
+  const patches = (audit: boolean): DynamicRequests => {
+    let n = 0;
+    return {
+      prepare: (ctx) => setAudit(ctx, audit),
+      body: () => JSON.stringify({ tags: { bench: `${audit ? 'a' : 'n'}-${n++}` } }),
+      answered() {},
+    };
+  };
+  let patched: string[] | undefined;
+  const patchSetup = async (ctx: BenchContext, scenario: Scenario) => {
+    scenario.headers = await adminHeaders(ctx);
+    if (!patched) {
+      patched = [];
+      for (let i = 0; i < PATCHED_IDENTITIES; i++) {
+        const res = await ctx.request('POST', '/edge/management/v1/identities', {
+          headers: scenario.headers,
+          body: JSON.stringify({ name: `bench-patched-${randomBytes(4).toString('hex')}-${i}`, type: 'User', isAdmin: false }),
+        });
+        if (res.status !== 201) throw new Error(`creating an identity to patch failed: ${res.status} ${res.body}`);
+        patched.push((JSON.parse(res.body) as { data: { id: string } }).data.id);
+      }
+    }
+    scenario.paths = patched.map((id) => `/edge/management/v1/identities/${id}`);
+  };
+  return [
+    {
+      name: 'writes: identity create, audit off',
+      method: 'POST',
+      path: '/edge/management/v1/identities',
+      target: 0,
+      dynamic: creates(false),
+      async setup(ctx, scenario) {
+        scenario.headers = await adminHeaders(ctx);
+      },
+    },
+    {
+      name: 'writes: identity create, audited',
+      method: 'POST',
+      path: '/edge/management/v1/identities',
+      target: 0.85,
+      versus: 'writes: identity create, audit off',
+      dynamic: creates(true),
+      async setup(ctx, scenario) {
+        scenario.headers = await adminHeaders(ctx);
+      },
+    },
+    {
+      name: 'writes: identity patch, audit off',
+      method: 'PATCH',
+      path: '/edge/management/v1/identities',
+      target: 0,
+      dynamic: patches(false),
+      setup: patchSetup,
+    },
+    {
+      name: 'writes: identity patch, audited',
+      method: 'PATCH',
+      path: '/edge/management/v1/identities',
+      target: 0.85,
+      versus: 'writes: identity patch, audit off',
+      dynamic: patches(true),
+      setup: patchSetup,
     },
   ];
 }

@@ -11,7 +11,8 @@ import { pino } from 'pino';
 import { createApp } from '../src/app/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { envelope } from '../src/http/envelope.js';
-import { BASELINE_PATH, SERIES_PATH, SERIES_ROUTES } from './scenarios.js';
+import { BASELINE_PATH, BENCH_AUDIT_PATH, SERIES_PATH, SERIES_ROUTES } from './scenarios.js';
+import type { AuditSettings } from '../src/kernel/audit.js';
 
 const BASELINE_BODY = JSON.stringify(envelope({}));
 
@@ -21,6 +22,19 @@ function baselineRoute(app: FastifyInstance): void {
   for (let i = 0; i < SERIES_ROUTES; i++) {
     app.get(`${SERIES_PATH}/${i}`, (_req, reply) => reply.type('application/json; charset=utf-8').send(BASELINE_BODY));
   }
+}
+
+/** The audit settings of the controller under test, once it is built. */
+let auditSettings: AuditSettings | undefined;
+
+/** Turns the audit log on or off between runs, so writes are measured both ways on one controller. */
+function auditRoute(app: FastifyInstance): void {
+  app.put(BENCH_AUDIT_PATH, (request, reply) => {
+    const enabled = (request.query as { enabled?: string }).enabled;
+    if (!auditSettings || (enabled !== 'true' && enabled !== 'false')) return reply.code(400).send({ error: 'enabled=true|false' });
+    auditSettings.enabled = enabled === 'true';
+    return reply.send({ enabled: auditSettings.enabled });
+  });
 }
 
 async function main(): Promise<void> {
@@ -40,7 +54,16 @@ async function main(): Promise<void> {
     process.env,
   );
   const log = pino({ level: config.log.level }, pino.destination(2));
-  const app = await createApp(config, { log, server: { extraRoutes: baselineRoute } });
+  const app = await createApp(config, {
+    log,
+    server: {
+      extraRoutes: (server) => {
+        baselineRoute(server);
+        auditRoute(server);
+      },
+    },
+  });
+  auditSettings = app.core.kernel.audit?.settings;
 
   let stopping = false;
   const stop = (): void => {

@@ -85,6 +85,9 @@ const NOT_ESTABLISHED = [
   'management:listServiceRoleAttributeUsage',
   'management:listEdgeRouterRoleAttributeUsage',
   'management:listPostureCheckRoleAttributeUsage',
+  // the audit log: this controller's own
+  'management:listAuditEvents',
+  'management:detailAuditEvent',
 ];
 
 // ---- the exchanges ------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import { migrations as appMigrations } from '../store/migrations/index.js';
 import { Resources } from '../domain/resources.js';
 import { Kernel } from '../kernel/kernel.js';
 import { CacheRegistry } from '../kernel/caches.js';
+import { AuditRetention, AuditTrail } from '../kernel/audit.js';
+import { AuditLog } from '../domain/audit-events.js';
 import { PolicyLinks } from '../policy/links.js';
 import { loadBuildInfo } from '../build-info.js';
 import { SERVED_BINDINGS } from '../http/info.js';
@@ -177,7 +179,20 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       }),
     );
 
-    const kernel = new Kernel({ store, clock, log, observeTransaction: (seconds, committed) => metrics.transaction(seconds, committed) });
+    const audit = new AuditTrail(store, clock, config.audit);
+    const kernel = new Kernel({
+      store,
+      clock,
+      log,
+      audit,
+      maxQueuedWrites: config.writes.maxQueued,
+      observeTransaction: (seconds, committed) => metrics.transaction(seconds, committed),
+    });
+    const auditRetention = new AuditRetention({
+      trail: audit,
+      write: (fn) => kernel.write(fn),
+      onError: (err) => log.warn({ err }, 'the audit log could not be pruned'),
+    });
     // Every cache registers here and follows the change feed through it.
     const caches = new CacheRegistry(kernel.changes, log);
     const resources = new Resources(kernel, { checkAnswers: options.checkAnswers === true });
@@ -293,6 +308,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       snapshots,
       integrity,
       traces: new IdentityTraces(clock, kernel.changes),
+      auditLog: new AuditLog(store),
     };
     metrics.setSources({
       apiSessions: () => countRows(store, 'api_sessions'),
@@ -320,6 +336,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       servers,
       async listen() {
         sessions.start();
+        auditRetention.start();
         const urls: string[] = [];
         for (const s of servers) {
           await serveOn(s.app, s.bound);
@@ -341,6 +358,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         oidcSettings.stop();
         revocations.stop();
         await integrity.idle();
+        auditRetention.stop();
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();

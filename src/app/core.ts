@@ -33,6 +33,7 @@ import type { RequestScope } from './logger.js';
 import type { Snapshots } from '../domain/snapshots.js';
 import type { DataIntegrity } from '../domain/integrity.js';
 import type { IdentityTraces } from '../domain/tracing.js';
+import type { AuditLog } from '../domain/audit-events.js';
 
 export interface Core {
   readonly config: Config;
@@ -94,4 +95,6 @@ export interface Core {
   readonly integrity: DataIntegrity;
   /** Identities whose requests are traced, in memory. */
   readonly traces: IdentityTraces;
+  /** The audit log, as the Management API reads it. */
+  readonly auditLog: AuditLog;
 }

@@ -115,16 +115,36 @@ export async function login(core: LoginDeps, req: LoginRequest): Promise<LoginRe
  */
 export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
   const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
+  let found: Found;
   try {
-    const found = await throttled(core, keys, () =>
+    found = await throttled(core, keys, () =>
       req.method === 'password' ? byPassword(core, req) : req.method === 'cert' ? byCertificate(core, req) : byExternalJwt(core, req),
     );
-    const authenticated = { ...found, isTotpEnrolled: await core.mfa.isEnrolled(found.identity.id) };
-    core.metrics?.login(req.method, 'success');
-    return authenticated;
   } catch (err) {
+    if (err instanceof ApiError && err.code === 'INVALID_AUTH') await recordFailure(core, req, err.message);
     core.metrics?.login(req.method, outcomeOf(err));
     throw err;
+  }
+  core.metrics?.login(req.method, 'success');
+  return { ...found, isTotpEnrolled: await core.mfa.isEnrolled(found.identity.id) };
+}
+
+/**
+ * A failed login in the audit log, in a write of its own (nothing else of it commits). The name
+ * given and the reason, never the credential. A failure to record it is logged and does not change
+ * the answer.
+ */
+async function recordFailure(core: LoginDeps, req: PrimaryCredentials, reason: string): Promise<void> {
+  try {
+    await core.kernel.recordAudit({
+      action: 'login-failed',
+      entityType: 'identities',
+      entityId: null,
+      entityName: req.username ?? null,
+      after: { method: req.method, reason },
+    });
+  } catch (err) {
+    core.log.warn({ err }, 'a failed login was not recorded in the audit log');
   }
 }
 

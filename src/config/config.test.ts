@@ -100,6 +100,8 @@ describe('defaults', () => {
           metrics: true,
         },
       ],
+      audit: { enabled: true, maxAge: 90 * 24 * H, maxEvents: 1_000_000 },
+      writes: { maxQueued: 1_000 },
       warnings: [],
     } satisfies Config);
   });
@@ -409,6 +411,14 @@ web:
   });
 });
 
+describe('audit log and write queue', () => {
+  it('reads retention, the switch and the queue bound from the file', () => {
+    const config = load('audit: { enabled: false, maxAge: 720h, maxEvents: 5000 }\nwrites: { maxQueued: 64 }\n');
+    expect(config.audit).toEqual({ enabled: false, maxAge: 720 * H, maxEvents: 5000 });
+    expect(config.writes).toEqual({ maxQueued: 64 });
+  });
+});
+
 describe('validation errors name the key', () => {
   const listener = (body: string) => `web:\n  - name: a\n${body}`;
   const BP = '    bindPoints: [{ interface: "127.0.0.1:2000" }]\n';
@@ -416,7 +426,7 @@ describe('validation errors name the key', () => {
 
   it.each([
     // unknown keys
-    ['dataDirr: /x\n', 'dataDirr', /unknown key \(allowed here: dataDir, log, admin, edge, web\)/],
+    ['dataDirr: /x\n', 'dataDirr', /unknown key \(allowed here: dataDir, log, admin, edge, web, audit, writes\)/],
     ['edge:\n  oidc: { accesTokenDuration: 30m }\n', 'edge.oidc.accesTokenDuration', /unknown key/],
     ['edge:\n  apis: {}\n', 'edge.apis', /unknown key/],
     ['log: { level: info, colour: true }\n', 'log.colour', /unknown key/],
@@ -435,6 +445,13 @@ describe('validation errors name the key', () => {
     ['edge:\n  api: { disableOidcAutoBinding: yes }\n', 'edge.api.disableOidcAutoBinding', /must be true or false, got "yes"/],
     ['edge:\n  totp: { issuer: "" }\n', 'edge.totp.issuer', /at least 1 characters/],
     ['edge: []\n', 'edge', /must be a mapping/],
+    ['audit: { enabled: yes }\n', 'audit.enabled', /must be true or false, got "yes"/],
+    ['audit: { maxAge: 30m }\n', 'audit.maxAge', /must be at least 1h/],
+    ['audit: { maxAge: 90 }\n', 'audit.maxAge', /a unit is required/],
+    ['audit: { maxEvents: 10 }\n', 'audit.maxEvents', /between 1000 and/],
+    ['audit: { maxRows: 10 }\n', 'audit.maxRows', /unknown key \(allowed here: enabled, maxAge, maxEvents\)/],
+    ['writes: { maxQueued: 0 }\n', 'writes.maxQueued', /between 1 and/],
+    ['writes: { maxQueued: 1.5 }\n', 'writes.maxQueued', /whole number/],
     // web
     ['web: []\n', 'web', /at least 1 entry/],
     ['web: {}\n', 'web', /must be a list, got a mapping/],

@@ -95,6 +95,10 @@ export interface Config {
     externalJwtSigners: { allowHttpLoopback: boolean; allowPrivateAddresses: boolean };
   };
   web: ListenerConfig[];
+  /** The audit log: recorded or not, and how long and how many rows are kept (maxAge in ms). */
+  audit: { enabled: boolean; maxAge: number; maxEvents: number };
+  /** Writes of requests waiting at most; beyond, a write is refused with 429 and Retry-After. */
+  writes: { maxQueued: number };
   /** Adjustments the loader made, for the caller to log. */
   warnings: string[];
 }
@@ -175,7 +179,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
     configFile = path.resolve(cwd, pathText(configOption.value, configOption.key));
     file = readConfigFile(configFile);
   }
-  const top = mapping(file, '', ['dataDir', 'log', 'admin', 'edge', 'web']);
+  const top = mapping(file, '', ['dataDir', 'log', 'admin', 'edge', 'web', 'audit', 'writes']);
 
   // Data directory: relative paths in the file are relative to the file, elsewhere to cwd.
   const fileDataDir = present(top.dataDir, 'dataDir') ? pathText(top.dataDir, 'dataDir') : undefined;
@@ -222,8 +226,29 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
     },
     edge,
     web,
+    audit: readAudit(top.audit),
+    writes: readWrites(top.writes),
     warnings,
   };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// audit log and write queue
+
+const DAY = 24 * HOUR;
+
+function readAudit(value: unknown): Config['audit'] {
+  const audit = mapping(value, 'audit', ['enabled', 'maxAge', 'maxEvents']);
+  return {
+    enabled: present(audit.enabled, 'audit.enabled') ? bool(audit.enabled, 'audit.enabled') : true,
+    maxAge: duration(audit.maxAge, 'audit.maxAge', { fallback: 90 * DAY, min: HOUR }),
+    maxEvents: integer(audit.maxEvents, 'audit.maxEvents', { fallback: 1_000_000, min: 1_000, max: 1_000_000_000 }),
+  };
+}
+
+function readWrites(value: unknown): Config['writes'] {
+  const writes = mapping(value, 'writes', ['maxQueued']);
+  return { maxQueued: integer(writes.maxQueued, 'writes.maxQueued', { fallback: 1_000, min: 1, max: 1_000_000 }) };
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -273,7 +273,7 @@ export class ResourceService<E extends Entity = Entity> {
       throw err;
     }
     await this.behaviour.afterDelete?.(ctx, prev);
-    ctx.changed(this.change('delete', prev));
+    ctx.changed(this.change('delete', prev), { before: prev });
     return prev;
   }
 
@@ -325,7 +325,7 @@ export class ResourceService<E extends Entity = Entity> {
       throw fieldError(name, `another ${this.def.label} already has this ${name}`, next[name]);
     }
     await this.behaviour.afterWrite?.(ctx, next, prev);
-    ctx.changed(this.change(prev ? 'update' : 'create', next));
+    ctx.changed(this.change(prev ? 'update' : 'create', next), prev ? { before: prev, after: next } : { after: next });
     // the stored row of this definition, whose fields E describes
     return next as E;
   }

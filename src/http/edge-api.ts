@@ -11,6 +11,7 @@ import { handleError, handleNotFound } from './errors.js';
 import { API_NAMES, EDGE_API_PATHS, registerInfoRoutes } from './info.js';
 import { documentOptions } from './openapi.js';
 import { installTracing } from './tracing.js';
+import { registerWriteOrigin } from './write-origin.js';
 
 export type EdgeBinding = Extract<ApiBinding, 'edge-client' | 'edge-management'>;
 
@@ -43,6 +44,7 @@ export async function registerEdgeApi(server: FastifyInstance, opts: EdgeApiOpti
       });
       app.addHook('onRequest', credentialHook(opts.core));
       installTracing(app);
+      registerWriteOrigin(app, opts.core.kernel);
       registerInfoRoutes(app, opts.core, opts.binding, opts.listener, opts.address);
       opts.routes(app, opts.core);
     },

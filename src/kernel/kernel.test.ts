@@ -5,6 +5,8 @@ import { Store } from '../store/store.js';
 import { CacheRegistry, type Cache } from './caches.js';
 import type { Change } from './changes.js';
 import { Kernel } from './kernel.js';
+import { AuditTrail, scrubbed } from './audit.js';
+import { authenticators } from '../resources/authenticators.js';
 
 let store: Store;
 let kernel: Kernel;
@@ -217,5 +219,75 @@ describe('transaction timing', () => {
     expect(observed.map(([, committed]) => committed)).toEqual([true, false]);
     for (const [seconds] of observed) expect(seconds).toBeGreaterThanOrEqual(0);
     expect(await store.db.selectFrom('identity_types').select('id').where('id', 'in', ['timed-1', 'timed-2']).execute()).toEqual([{ id: 'timed-1' }]);
+  });
+});
+
+describe('the write queue of requests', () => {
+  const origin = { requestId: 'r1', ipAddress: '10.0.0.1', actor: { identityId: 'someone', name: 'someone' } };
+
+  it('refuses a write of a request at once when the bound is reached; the controller’s own writes always wait', async () => {
+    const bounded = new Kernel({ store, clock: () => Date.parse('2026-01-02T03:04:05.000Z'), maxQueuedWrites: 2 });
+    // Queued together (before the first batch is taken): two fit, the rest are refused.
+    const writes = bounded.withOrigin(origin, () => [1, 2, 3, 4].map((n) => bounded.write(async () => n)));
+    const own = [5, 6, 7].map((n) => bounded.write(async () => n));
+    const results = await Promise.allSettled([...writes, ...own]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+    const refused = (results[2] as PromiseRejectedResult).reason;
+    expect(refused).toMatchObject({ code: 'SERVER_TOO_MANY_REQUESTS', status: 429, headers: { 'retry-after': '1' } });
+    // Once the queue drained, writes of requests are taken again.
+    await expect(bounded.withOrigin(origin, () => bounded.write(async () => 'again'))).resolves.toBe('again');
+  });
+});
+
+describe('the audit trail of a write', () => {
+  it('is written in the transaction of the change: a write that throws leaves neither', async () => {
+    const trail = new AuditTrail(store, () => Date.parse('2026-01-02T03:04:05.000Z'));
+    const audited = new Kernel({ store, clock: () => Date.parse('2026-01-02T03:04:05.000Z'), audit: trail });
+    const origin = { requestId: 'req-audit', ipAddress: '10.0.0.2' };
+    await audited.withOrigin(origin, () => audited.write((ctx) => ctx.insert('identity-types', identityType('a1'))));
+    await expect(
+      audited.withOrigin(origin, () =>
+        audited.write(async (ctx) => {
+          await ctx.insert('identity-types', identityType('a2'));
+          throw new Error('refused');
+        }),
+      ),
+    ).rejects.toThrow('refused');
+    // Two writes sharing a batch: the one that throws is rolled back with its event, the other kept.
+    const shared = audited.withOrigin({ requestId: 'req-batch', ipAddress: '10.0.0.2' }, () => [
+      audited.write((ctx) => ctx.insert('identity-types', identityType('b1'))),
+      audited.write(async (ctx) => {
+        await ctx.insert('identity-types', identityType('b2'));
+        throw new Error('refused too');
+      }),
+    ]);
+    expect((await Promise.allSettled(shared)).map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    const batchRows = await store.db.selectFrom('audit_events').select('entity_id').where('request_id', '=', 'req-batch').execute();
+    expect(batchRows).toEqual([{ entity_id: 'b1' }]);
+    // No origin: the controller's own write is not audited.
+    await audited.write((ctx) => ctx.insert('identity-types', identityType('a3')));
+    const rows = await store.db.selectFrom('audit_events').select(['entity_id', 'action', 'request_id']).where('request_id', '=', 'req-audit').execute();
+    expect(rows).toEqual([{ entity_id: 'a1', action: 'create', request_id: 'req-audit' }]);
+    const own = await store.db.selectFrom('audit_events').select('id').where('entity_id', '=', 'a3').execute();
+    expect(own).toEqual([]);
+  });
+
+  it('merges the changes of one record within a write and keeps no secret field', async () => {
+    const trail = new AuditTrail(store, () => Date.parse('2026-01-02T03:04:05.000Z'));
+    const audited = new Kernel({ store, clock: () => Date.parse('2026-01-02T03:04:05.000Z'), audit: trail });
+    await audited.withOrigin({ requestId: 'req-merge', ipAddress: '10.0.0.3' }, () =>
+      audited.write(async (ctx) => {
+        await ctx.insert('identity-types', identityType('m1'));
+        await ctx.update('identity-types', 'm1', { name: 'm1 renamed' });
+      }),
+    );
+    const rows = await store.db.selectFrom('audit_events').select(['action', 'changes']).where('request_id', '=', 'req-merge').execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.action).toBe('create');
+    expect(JSON.parse(String(rows[0]!.changes))).toMatchObject({ after: { id: 'm1', name: 'm1 renamed' } });
+    expect(scrubbed(authenticators, { id: 'x', username: 'u', passwordHash: 'h', password: 'p', failedAttempts: 3, unknownField: 1 })).toEqual({
+      id: 'x',
+      username: 'u',
+    });
   });
 });

@@ -5,6 +5,13 @@
 // them (changes.ts: buffered in process now; an outbox read by sequence on PostgreSQL later). A
 // write that throws rolls back and announces nothing. Below everything that has behaviour
 // (domain, auth, oidc, policy): it knows the store, the resource definitions and the feed, nothing else.
+//
+// A write started while a request is handled carries that request as its origin (an async context
+// the HTTP layer enters once per request): its resource changes are then recorded in the audit trail
+// in the same transaction (audit.ts), and it waits in a bounded queue — when the queue is full it is
+// refused at once with SERVER_TOO_MANY_REQUESTS and Retry-After rather than waiting ever longer. The
+// controller's own writes (no origin) are never refused: they are bounded by what schedules them.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../clock.js';
 import { resourceDefs, type EntityOf, type ResourceName } from '../resources/index.js';
@@ -13,6 +20,8 @@ import { Repository, type Entity } from '../store/repository.js';
 import type { Store, Tx } from '../store/store.js';
 import { sql } from 'kysely';
 import { InProcessFeed, type Change, type ChangeFeed, type ChangeRecord } from './changes.js';
+import { ApiError } from '../errors.js';
+import type { AuditEntry, AuditTrail, ImagedChange, WriteOrigin } from './audit.js';
 
 /** The caller of a write, for rules that depend on who writes (granting admin, say). */
 export interface Actor {
@@ -28,8 +37,14 @@ export interface WriteContext {
   actor?: Actor;
   /** Runs fn once the transaction has committed, before its changes are delivered. */
   afterCommit(fn: () => void): void;
-  /** Records a change of this write; the feed delivers it once the transaction has committed. */
-  changed(change: Change): void;
+  /**
+   * Records a change of this write; the feed delivers it once the transaction has committed. A
+   * writer that has the record before and after the change passes them for the audit trail; one
+   * that does not leaves the trail to read the record as it ends up.
+   */
+  changed(change: Change, images?: { before?: Record<string, unknown>; after?: Record<string, unknown> }): void;
+  /** Records an audit event that is no change of a record (a failed login); nothing when not audited. */
+  audit(entry: AuditEntry): void;
   /** Inserts a record of a resource and records its creation. */
   insert(name: ResourceName, entity: Record<string, unknown>): Promise<void>;
   /** Updates fields of a record and records the update; answers false when there is no such record. */
@@ -46,7 +61,14 @@ export interface KernelOptions {
   log?: Pick<Logger, 'error'>;
   /** Told how long each transaction took, in seconds, and whether it committed (metrics). */
   observeTransaction?: (seconds: number, committed: boolean) => void;
+  /** Where the changes of requests are recorded; none: nothing is. */
+  audit?: AuditTrail;
+  /** Writes of requests waiting at most; one more is refused (429). Unbounded when absent. */
+  maxQueuedWrites?: number;
 }
+
+/** Seconds a refused write is told to wait: a batch commits in well under that. */
+const RETRY_AFTER_SECONDS = 1;
 
 export class Kernel {
   readonly store: Store;
@@ -56,12 +78,19 @@ export class Kernel {
   private readonly observeTransaction: ((seconds: number, committed: boolean) => void) | undefined;
   private readonly repos = new Map<string, Repository>();
   private readonly defs = new Map<string, ResourceDef>();
+  readonly audit: AuditTrail | undefined;
+  private readonly maxQueuedWrites: number;
+  private readonly origins = new AsyncLocalStorage<WriteOrigin>();
+  /** Writes of requests in the queue now. */
+  private queuedFromRequests = 0;
 
   constructor(opts: KernelOptions) {
     this.store = opts.store;
     this.clock = opts.clock;
     this.log = opts.log;
     this.observeTransaction = opts.observeTransaction;
+    this.audit = opts.audit;
+    this.maxQueuedWrites = opts.maxQueuedWrites ?? Infinity;
     this.changes =
       opts.feed ?? new InProcessFeed((err, change) => this.log?.error({ err, change }, 'a change listener failed'));
     for (const def of resourceDefs) this.repoFor(def);
@@ -96,10 +125,37 @@ export class Kernel {
    * they are: so a change listener must not wait for a write.
    */
   write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
+    const origin = this.origins.getStore();
+    if (origin) {
+      if (this.queuedFromRequests >= this.maxQueuedWrites) {
+        return Promise.reject(
+          new ApiError('SERVER_TOO_MANY_REQUESTS', 'too many writes are waiting; try again later', undefined, {
+            'retry-after': String(RETRY_AFTER_SECONDS),
+          }),
+        );
+      }
+      this.queuedFromRequests++;
+    }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, actor, resolve: resolve as (value: unknown) => void, reject } as QueuedWrite);
-      if (!this.draining) void this.drain();
+      this.queue.push({ fn, actor, origin, resolve: resolve as (value: unknown) => void, reject } as QueuedWrite);
+      // The drain serves every request's writes: it runs outside this one's origin, so nothing it
+      // starts (listeners, work after commits) takes this request for its own.
+      if (!this.draining) this.origins.exit(() => void this.drain());
     });
+  }
+
+  /**
+   * Runs fn with `origin` as the origin of every write it starts, however deep: the request's
+   * writes are audited as its own and count against the queue bound.
+   */
+  withOrigin<T>(origin: WriteOrigin, fn: () => T): T {
+    return this.origins.run(origin, fn);
+  }
+
+  /** Records an audit event in a small write of its own (a failed login has no transaction). */
+  async recordAudit(entry: AuditEntry): Promise<void> {
+    if (!this.audit?.enabled || !this.origins.getStore()) return;
+    await this.write(async (ctx) => ctx.audit(entry));
   }
 
   private readonly queue: QueuedWrite[] = [];
@@ -117,21 +173,28 @@ export class Kernel {
           await new Promise((resolve) => setImmediate(resolve));
         }
         const batch = this.queue.splice(0, MAX_BATCH);
+        for (const write of batch) if (write.origin) this.queuedFromRequests--;
         const done: { write: QueuedWrite; value: unknown; after: (() => void)[]; record: ChangeRecord }[] = [];
         const failed: { write: QueuedWrite; err: unknown }[] = [];
         const began = performance.now();
         try {
           await this.store.transaction(async (tx) => {
+            // The audit rows of the batch's writes that succeed, stored together before the commit.
+            const auditRows: Record<string, unknown>[] = [];
             for (const write of batch) {
               // One write alone needs no savepoint: its failure rolls the transaction back.
               const alone = batch.length === 1;
               if (!alone) await sql`savepoint kernel_write`.execute(tx);
               const after: (() => void)[] = [];
               const record = this.changes.begin(tx);
+              const audited = write.origin && this.audit?.enabled ? { origin: write.origin, changes: [], entries: [] } : undefined;
               try {
-                const value = await write.fn(this.context(tx, write.actor, after, record));
+                const ctx = this.context(tx, write.actor, after, record, audited);
+                const value = await write.fn(ctx);
+                const rows = audited ? await this.audit!.rowsOf(tx, ctx.now, audited.origin, audited.changes, audited.entries) : [];
                 await record.seal();
                 if (!alone) await sql`release savepoint kernel_write`.execute(tx);
+                for (const row of rows) auditRows.push(row);
                 done.push({ write, value, after, record });
               } catch (err) {
                 if (alone) throw err;
@@ -140,6 +203,7 @@ export class Kernel {
                 failed.push({ write, err });
               }
             }
+            if (auditRows.length > 0) await this.audit!.insert(tx, auditRows);
           });
         } catch (err) {
           this.observeTransaction?.((performance.now() - began) / 1000, false);
@@ -171,26 +235,37 @@ export class Kernel {
   }
 
   /** The write context of one write inside the batch's transaction. */
-  private context(tx: Tx, actor: Actor | undefined, after: (() => void)[], changes: ChangeRecord): WriteContext {
+  private context(tx: Tx, actor: Actor | undefined, after: (() => void)[], changes: ChangeRecord, audited: Audited | undefined): WriteContext {
+    const changed = (change: Change, images: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}): void => {
+      changes.record(change);
+      // Only the records of resources are audited; topics (posture data, grants, state) are not.
+      const def = this.defs.get(change.collection);
+      if (audited && def) audited.changes.push({ change, def, before: images.before, after: images.after });
+    };
+    // The record before an update or delete, read only when the write is audited.
+    const before = async (name: ResourceName, id: string) => (audited ? await this.repo(name).get(tx, id) : undefined);
     return {
       ...(actor ? { actor } : {}),
       tx,
       now: iso(this.clock()),
       afterCommit: (f) => after.push(f),
-      changed: (change) => changes.record(change),
+      changed,
+      audit: (entry) => audited?.entries.push(entry),
       insert: async (name, entity) => {
         const repo = this.repo(name);
         await repo.insert(tx, entity);
-        changes.record(withOwner({ collection: name, kind: 'create', id: String(entity.id) }, ownerOf(repo.def, entity)));
+        changed(withOwner({ collection: name, kind: 'create', id: String(entity.id) }, ownerOf(repo.def, entity)), { after: entity });
       },
       update: async (name, id, values, ownerId) => {
+        const prev = await before(name, id);
         if (!(await this.repo(name).update(tx, id, values))) return false;
-        changes.record(withOwner({ collection: name, kind: 'update', id }, ownerId));
+        changed(withOwner({ collection: name, kind: 'update', id }, ownerId), prev ? { before: prev, after: { ...prev, ...values } } : {});
         return true;
       },
       remove: async (name, id, ownerId) => {
+        const prev = await before(name, id);
         if (!(await this.repo(name).delete(tx, id))) return false;
-        changes.record(withOwner({ collection: name, kind: 'delete', id }, ownerId));
+        changed(withOwner({ collection: name, kind: 'delete', id }, ownerId), prev ? { before: prev } : {});
         return true;
       },
     };
@@ -202,9 +277,17 @@ export const MAX_BATCH = 100;
 /** Turns of the event loop a batch waits at most for writes still arriving. */
 const BATCH_TURNS = 4;
 
+/** What a write being audited has gathered so far. */
+interface Audited {
+  origin: WriteOrigin;
+  changes: ImagedChange[];
+  entries: AuditEntry[];
+}
+
 interface QueuedWrite {
   fn: (ctx: WriteContext) => Promise<unknown>;
   actor: Actor | undefined;
+  origin: WriteOrigin | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }

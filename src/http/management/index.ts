@@ -18,6 +18,7 @@ import { databaseRoutes } from './database.js';
 import { identityTracingRoutes } from './tracing.js';
 import { servicesRoutes } from './services.js';
 import { managementSessionsRoutes } from './sessions.js';
+import { auditEventsRoutes } from './audit-events.js';
 import { actorOf, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
 export function managementRoutes(app: FastifyInstance, core: Core): void {
@@ -43,6 +44,7 @@ export function managementRoutes(app: FastifyInstance, core: Core): void {
   relatedRoutes(app, core);
   databaseRoutes(app, core);
   identityTracingRoutes(app, core);
+  auditEventsRoutes(app, core.auditLog, flavor);
   managementSessionsRoutes(app, {
     flavor,
     sessions: core.client.sessions,

@@ -20,6 +20,7 @@ import { JWS_ALGORITHMS } from '../../oidc/jws.js';
 import { bearerToken, checkingBearer, CHALLENGE, peerCertificate, peerCertificates } from '../credentials.js';
 import { handleError, handleNotFound } from '../errors.js';
 import { requestContext } from '../request-log.js';
+import { registerWriteOrigin } from '../write-origin.js';
 import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
 import {
   enrollPage,
@@ -86,6 +87,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
   await server.register(
     async (app) => {
       formParser(app);
+      registerWriteOrigin(app, core.kernel);
       app.setNotFoundHandler(handleNotFound);
       app.setErrorHandler((err, request, reply) => {
         let oauth = err instanceof OAuthError ? err : undefined;

@@ -15,6 +15,7 @@ import { m0012Cas } from './0012-cas.js';
 import { m0014CertificateExtension } from './0014-certificate-extension.js';
 import { m0015EdgeRouterEnrollment } from './0015-edge-router-enrollment.js';
 import { m0016ExternalJwtSigners } from './0016-external-jwt-signers.js';
+import { m0017AuditEvents } from './0017-audit-events.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -32,4 +33,5 @@ export const migrations: readonly StoreMigration[] = [
   m0014CertificateExtension,
   m0015EdgeRouterEnrollment,
   m0016ExternalJwtSigners,
+  m0017AuditEvents,
 ];
