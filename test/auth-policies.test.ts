@@ -266,6 +266,15 @@ describe('delete', () => {
     await call(t, 'PATCH', `${MGMT}/identities/${identity}`, { token: admin, body: { authPolicyId: 'default' } });
     expect((await call(t, 'DELETE', url(id), { token: admin })).statusCode).toBe(200);
   });
+
+  it('refuses a policy a signer enrolls identities under with 409, until the signer names another', async () => {
+    const id = await createPolicy({ name: 'enroll-policy' });
+    const signer = await createSigner(t, admin, { name: 'enrolls-under-policy', enrollAuthPolicyId: id });
+    expectError(await call(t, 'DELETE', url(id), { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
+    expect((await detail(id)).name).toBe('enroll-policy');
+    expect((await call(t, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: admin, body: { enrollAuthPolicyId: '' } })).statusCode).toBe(200);
+    expect((await call(t, 'DELETE', url(id), { token: admin })).statusCode).toBe(200);
+  });
 });
 
 describe('effect on logins', () => {

@@ -4,6 +4,7 @@ import { PrimaryReadSchema, type authPolicies, type AuthPolicyRules } from '../r
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
 import { adminOnly, byDelegate } from './delegates.js';
+import { ApiError } from '../errors.js';
 import { checkNamedSigners } from './external-jwt-signers.js';
 import { computed, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
@@ -54,6 +55,14 @@ export function authPolicyBehaviour(): ResourceBehaviour<typeof authPolicies> {
     },
     async beforeDelete(ctx, prev) {
       await guard(ctx, prev.id);
+      // Identities a signer enrolls would otherwise be created under a policy that is gone.
+      const signers = await ctx.tx.selectFrom('external_jwt_signers').select('id').where('enroll_auth_policy_id', '=', prev.id).execute();
+      if (signers.length > 0) {
+        throw new ApiError(
+          'CAN_NOT_DELETE_REFERENCED_ENTITY',
+          `the auth policy ${prev.id} is the enroll auth policy of the external JWT signers ${signers.map((s) => String(s.id)).join(', ')}`,
+        );
+      }
     },
     computed: [primaryAsRead],
   };
