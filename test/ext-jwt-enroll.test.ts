@@ -104,6 +104,7 @@ beforeAll(async () => {
     claimsProperty: 'email',
     enrollToCertEnabled: false,
     enrollToTokenEnabled: true,
+    enrollAuthPolicyId: policy,
     enrollNameClaimsSelector: '/profile/name',
     enrollAttributeClaimsSelector: 'groups',
   });
@@ -165,7 +166,7 @@ describe('to token logins', () => {
     const res = await enroll(await handToken({ email: 'jo@example.com', profile: { name: 'Jo Example' }, groups: ['eng', 'ops', '#all', 'eng'] }), {});
     expect(res.statusCode, res.body).toBe(200);
     const identity = await identityByExternalId('jo@example.com');
-    expect(identity).toMatchObject({ name: 'Jo Example', authPolicyId: 'default' });
+    expect(identity).toMatchObject({ name: 'Jo Example', authPolicyId: policy });
     expect([...identity!.roleAttributes].sort()).toEqual(['eng', 'ops']);
   });
 

@@ -113,6 +113,34 @@ describe('create and read', () => {
   });
 });
 
+describe('enrollment settings', () => {
+  const policy = async (name: string, cert: boolean, extJwt: boolean) => {
+    const updb = { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false };
+    const res = await call(t, 'POST', `${MGMT}/auth-policies`, {
+      token: admin,
+      body: { name, primary: { cert: { allowed: cert, allowExpiredCerts: false }, extJwt: { allowed: extJwt, allowedSigners: [] }, updb }, secondary: { requireTotp: false, requireExtJwtSigner: null } },
+    });
+    return json(res).data.id as string;
+  };
+  const create = (name: string, body: Record<string, unknown>) =>
+    call(t, 'POST', url(), { token: admin, body: { name, issuer: `https://${name}.example.com`, audience: 'overlay', enabled: true, jwksEndpoint: `https://${name}.example.com/jwks`, ...body } });
+
+  it('needs an auth policy that allows the login enrolling leads to, and useExternalId for token-only identities', async () => {
+    const certOnly = await policy('enroll-cert-only', true, false);
+    const jwtOnly = await policy('enroll-jwt-only', false, true);
+    expectError(await create('no-policy-cert', { enrollToCertEnabled: true }), 400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId');
+    expectError(await create('no-policy-token', { enrollToTokenEnabled: true, useExternalId: true }), 400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId');
+    expectError(await create('cert-refused', { enrollToCertEnabled: true, enrollAuthPolicyId: jwtOnly }), 400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId');
+    expectError(await create('token-refused', { enrollToTokenEnabled: true, useExternalId: true, enrollAuthPolicyId: certOnly }), 400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId');
+    expectError(await create('token-no-external-id', { enrollToTokenEnabled: true, enrollAuthPolicyId: jwtOnly }), 400, 'COULD_NOT_VALIDATE', 'useExternalId');
+    expect((await create('enrolls-certs', { enrollToCertEnabled: true, enrollAuthPolicyId: certOnly })).statusCode).toBe(201);
+    const tokens = await create('enrolls-tokens', { enrollToTokenEnabled: true, useExternalId: true, enrollAuthPolicyId: jwtOnly });
+    expect(tokens.statusCode).toBe(201);
+    // A patch is checked against the record it makes.
+    expectError(await call(t, 'PATCH', url(json(tokens).data.id), { token: admin, body: { useExternalId: false } }), 400, 'COULD_NOT_VALIDATE', 'useExternalId');
+  });
+});
+
 describe('the Client API list', () => {
   it('lists enabled signers only, with what starts a login at the provider and nothing of how tokens are checked', async () => {
     const on = await createSigner(t, admin, {

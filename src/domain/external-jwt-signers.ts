@@ -10,7 +10,7 @@ import type { externalJwtSigners } from '../resources/external-jwt-signers.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { ListQuery } from '../store/repository.js';
-import type { Answer, ResourceBehaviour, Resources } from './resources.js';
+import type { Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 
 type Signer = EntityOf<'external-jwt-signers'>;
 
@@ -72,10 +72,7 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
         }
       }
       checkUrl('externalAuthUrl', next.externalAuthUrl);
-      if (next.enrollAuthPolicyId) {
-        const policyRow = await ctx.tx.selectFrom('auth_policies').select('id').where('id', '=', next.enrollAuthPolicyId).executeTakeFirst();
-        if (!policyRow) throw fieldError('enrollAuthPolicyId', 'names no auth policy', next.enrollAuthPolicyId);
-      }
+      await checkEnrollment(ctx, next);
       if (next.fingerprint) {
         const same = await ctx.tx
           .selectFrom('external_jwt_signers')
@@ -93,6 +90,27 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
       }
     },
   };
+}
+
+/**
+ * What a signer enrolls must be able to log in: enrolling needs an auth policy that allows the login
+ * it leads to (certificates, or this signer's tokens), as the established controller checks; and a
+ * token-only identity is found by the externalId enrolling gives it, so only with useExternalId.
+ */
+async function checkEnrollment(ctx: WriteContext, next: Signer): Promise<void> {
+  const policyId = next.enrollAuthPolicyId;
+  const row = policyId ? await ctx.tx.selectFrom('auth_policies').select('primary').where('id', '=', policyId).executeTakeFirst() : undefined;
+  if (policyId && !row) throw fieldError('enrollAuthPolicyId', 'names no auth policy', policyId);
+  const primary = row ? (parsed(row.primary) as { cert?: { allowed?: unknown }; extJwt?: { allowed?: unknown } }) : undefined;
+  if (next.enrollToCertEnabled) {
+    if (!primary) throw fieldError('enrollAuthPolicyId', 'is required when enrollToCertEnabled is true', policyId);
+    if (primary.cert?.allowed !== true) throw fieldError('enrollAuthPolicyId', 'names an auth policy that does not allow certificate logins', policyId);
+  }
+  if (next.enrollToTokenEnabled) {
+    if (!primary) throw fieldError('enrollAuthPolicyId', 'is required when enrollToTokenEnabled is true', policyId);
+    if (primary.extJwt?.allowed !== true) throw fieldError('enrollAuthPolicyId', 'names an auth policy that does not allow external JWT logins', policyId);
+    if (next.useExternalId !== true) throw fieldError('useExternalId', 'must be true when enrollToTokenEnabled is true: a token-only identity is found by its externalId', next.useExternalId);
+  }
 }
 
 interface PolicyRow {
