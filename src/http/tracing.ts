@@ -4,7 +4,6 @@
 // they may hold secrets; the names of the query parameters and body fields show what was asked.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ActiveTrace, IdentityTraces } from '../domain/tracing.js';
-import type { Principal } from './credentials.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,11 +11,18 @@ declare module 'fastify' {
   }
 }
 
+/** What a trace tells of its caller (the credential hook's principal). */
+export interface TracedCaller {
+  identity: { id: string };
+  session: { id: string };
+  bearer?: unknown;
+}
+
 /**
  * Starts the trace of a request once its caller is known (the credential hook calls it, before the
  * permission check, so a refused request of a traced identity is traced too).
  */
-export function traceRequest(traces: IdentityTraces, request: FastifyRequest, principal: Principal): void {
+export function traceRequest(traces: IdentityTraces, request: FastifyRequest, principal: TracedCaller): void {
   const trace = traces.active(principal.identity.id);
   if (!trace) return;
   request.trace = trace;
