@@ -5,11 +5,12 @@
 import { ApiError, fieldError, notFound } from '../errors.js';
 import { checkPasswordRules, hashPassword } from '../auth/passwords.js';
 import type { X509Certificate } from 'node:crypto';
-import { fingerprintOfCertificate, parsePemCertificates } from '../pki/index.js';
+import { fingerprintOfCertificate } from '../pki/index.js';
 import type { ListQuery } from '../store/repository.js';
 import type { EntityOf } from '../resources/index.js';
 import type { authenticators } from '../resources/authenticators.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import { singleCertificate } from './certificate-field.js';
 import { policyRules } from './auth-policies.js';
 import { assertMayManage } from './delegates.js';
 import { relationOf } from './related.js';
@@ -17,14 +18,7 @@ import { issuingCaOf } from './cas.js';
 
 function authenticatorCertificate(pem: unknown): X509Certificate {
   if (typeof pem !== 'string' || pem.trim() === '') throw fieldError('certPem', 'is required for method cert');
-  let certs;
-  try {
-    certs = parsePemCertificates(pem);
-  } catch {
-    throw fieldError('certPem', 'must be a PEM certificate');
-  }
-  if (certs.length !== 1) throw fieldError('certPem', 'must hold exactly one certificate');
-  return certs[0]!;
+  return singleCertificate(pem);
 }
 
 /** Hashes a new password after checking it against the identity's auth policy. */

@@ -11,20 +11,14 @@ import { ExternalIdClaimSchema, type cas } from '../resources/cas.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import { singleCertificate } from './certificate-field.js';
 
 type Ca = EntityOf<'cas'>;
 
 /** The certificate of a CA being created: exactly one, and a CA certificate. */
 function caCertificate(pem: unknown): X509Certificate {
   if (typeof pem !== 'string') throw fieldError('certPem', 'is required');
-  let certs: X509Certificate[];
-  try {
-    certs = parsePemCertificates(pem);
-  } catch {
-    throw fieldError('certPem', 'must be a PEM certificate');
-  }
-  if (certs.length !== 1) throw fieldError('certPem', 'must hold exactly one PEM certificate');
-  const cert = certs[0]!;
+  const cert = singleCertificate(pem);
   if (!cert.ca) throw fieldError('certPem', 'must be a CA certificate (basic constraints with CA true)');
   return cert;
 }

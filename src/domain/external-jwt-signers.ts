@@ -4,13 +4,14 @@
 // policy names cannot be deleted. Auth policies in turn may name only signers that exist.
 import { sql, type SqlBool } from 'kysely';
 import { fieldError, ApiError } from '../errors.js';
-import { fingerprintOfCertificate, parsePemCertificates } from '../pki/index.js';
+import { fingerprintOfCertificate } from '../pki/index.js';
 import { checkJwksUrl, JwksFetchError, type JwksFetchPolicy } from '../auth/jwks-fetch.js';
 import type { externalJwtSigners } from '../resources/external-jwt-signers.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { ListQuery } from '../store/repository.js';
 import type { Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
+import { singleCertificate } from './certificate-field.js';
 
 type Signer = EntityOf<'external-jwt-signers'>;
 
@@ -22,14 +23,7 @@ function certificateFields(next: Partial<Signer>): void {
     Object.assign(next, { commonName: null, fingerprint: null, notBefore: null, notAfter: null });
     return;
   }
-  let certs;
-  try {
-    certs = parsePemCertificates(pem);
-  } catch {
-    throw fieldError('certPem', 'must be a PEM certificate');
-  }
-  if (certs.length !== 1) throw fieldError('certPem', 'must hold exactly one PEM certificate');
-  const cert = certs[0]!;
+  const cert = singleCertificate(pem);
   const commonName = cert.subject
     .split('\n')
     .find((line) => line.startsWith('CN='))
