@@ -5,7 +5,8 @@
 import type { CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { iso } from '../src/clock.js';
-import { Grants, template, type Grant, type RefreshCheck } from '../src/oidc/grants.js';
+import { Grants, type Grant, type RefreshCheck } from '../src/oidc/grants.js';
+import { template } from '../src/store/template.js';
 import { Kernel } from '../src/kernel/kernel.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
@@ -197,10 +198,10 @@ describe('a token', () => {
   it('rotations asked for while a transaction is written are written together, in the next one', async () => {
     const made = [await newGrant(), await newGrant(), await newGrant()];
     // A store slow to commit (as over a network): the first transaction waits until released.
-    const transaction = store.transaction.bind(store);
+    const transaction = store.commit.bind(store);
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const spy = vi.spyOn(store, 'transaction').mockImplementation(async (fn) => {
+    const spy = vi.spyOn(store, 'commit').mockImplementation(async (fn) => {
       if (spy.mock.calls.length === 1) await released;
       return transaction(fn);
     });
@@ -221,7 +222,7 @@ describe('a token', () => {
   it('a store failing mid-rotation fails the refresh, and the token stays current', async () => {
     const { refreshToken } = await newGrant();
     const failure = new Error('disk full');
-    vi.spyOn(store, 'transaction').mockRejectedValueOnce(failure);
+    vi.spyOn(store, 'commit').mockRejectedValueOnce(failure);
     const [one, two] = await Promise.allSettled([grants.refresh(refreshToken, pass), grants.refresh(refreshToken, pass)]);
     expect(one).toEqual({ status: 'rejected', reason: failure });
     expect(two).toEqual({ status: 'rejected', reason: failure });

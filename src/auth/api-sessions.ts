@@ -143,13 +143,9 @@ export class ApiSessions implements Cache {
     let session = id === undefined ? undefined : this.byId.get(id);
     if (!session) {
       const seen = this.byId.drops;
-      const row = await this.store.db
-        .selectFrom(this.repo.table)
-        .selectAll()
-        .where('token_hash', '=', tokenHash)
-        .executeTakeFirst();
-      if (!row) return undefined;
-      session = this.fromEntity(this.repo.fromRow(row));
+      const stored = await this.repo.findBy(this.store.db, 'tokenHash', tokenHash);
+      if (!stored) return undefined;
+      session = this.fromEntity(stored);
       this.remember(session, seen);
     }
     if (this.clock() >= this.expiresAt(session)) {
@@ -189,9 +185,9 @@ export class ApiSessions implements Cache {
     const cached = this.byId.get(id);
     if (cached) return cached;
     const seen = this.byId.drops;
-    const row = await this.store.db.selectFrom(this.repo.table).selectAll().where('id', '=', id).executeTakeFirst();
-    if (!row) return undefined;
-    const session = this.fromEntity(this.repo.fromRow(row));
+    const stored = await this.repo.get(this.store.db, id);
+    if (!stored) return undefined;
+    const session = this.fromEntity(stored);
     this.remember(session, seen);
     return session;
   }

@@ -16,6 +16,7 @@ import type { EntityOf } from '../resources/index.js';
 import { constantTimeEqual } from './tokens.js';
 import type { SecretBox } from './secret-box.js';
 import { FailureThrottle } from './throttle.js';
+import { template, type Template } from '../store/template.js';
 import { isTotpCodeForm, matchingStep, newRecoveryCodes, newTotpSecret, normalRecoveryCode, provisioningUrl } from './totp.js';
 
 type MfaEntity = EntityOf<'mfas'>;
@@ -83,16 +84,35 @@ export async function endMfaPasses(ctx: Pick<WriteContext, 'tx' | 'changed'>, id
 
 export class Mfa {
   private readonly attempts: FailureThrottle;
+  /** The conditional writes that take a code, compiled once (a login's second factor is a hot path). */
+  private readonly takes: { totp: Template; recovery: Template };
 
   constructor(private readonly deps: MfaDeps) {
     // The throttle refuses once more than `limit` failures are in the window, so 4 lets 5 through.
     this.attempts = new FailureThrottle(deps.clock, MFA_WRONG_CODES - 1, MFA_WINDOW_MS);
+    const db = deps.kernel.store.db;
+    this.takes = {
+      // Only a step later than the last one taken: a code passes once.
+      totp: template(
+        db
+          .updateTable('mfas')
+          .set({ last_totp_step: ':step', updated_at: ':now' })
+          .where('id', '=', ':id')
+          .where((eb) => eb.or([eb('last_totp_step', 'is', null), eb('last_totp_step', '<', ':step')]))
+          .compile(),
+        [':step', ':now', ':id'],
+      ),
+      // Only if no other request used a code meanwhile (on PostgreSQL two transactions may both read).
+      recovery: template(
+        db.updateTable('mfas').set({ recovery_codes: ':left', updated_at: ':now' }).where('id', '=', ':id').where('recovery_codes', '=', ':stored').compile(),
+        [':left', ':now', ':id', ':stored'],
+      ),
+    };
   }
 
   /** The enrollment of an identity, confirmed or not. */
   async of(identityId: string): Promise<MfaEntity | undefined> {
-    const row = await this.deps.kernel.store.db.selectFrom('mfas').selectAll().where('identity_id', '=', identityId).executeTakeFirst();
-    return row ? this.deps.kernel.repo('mfas').fromRow(row) : undefined;
+    return this.deps.kernel.repo('mfas').findBy(this.deps.kernel.store.db, 'identityId', identityId);
   }
 
   /** Whether the identity has a confirmed enrollment (every login then asks for a code). */
@@ -271,13 +291,8 @@ export class Mfa {
     const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
     if (step === undefined) return false;
     return this.deps.kernel.write(async (ctx) => {
-      const result = await ctx.tx
-        .updateTable('mfas')
-        .set({ last_totp_step: step, updated_at: ctx.now })
-        .where('id', '=', mfa.id)
-        .where((eb) => eb.or([eb('last_totp_step', 'is', null), eb('last_totp_step', '<', step)]))
-        .executeTakeFirst();
-      return this.tookCode(ctx, mfa, Number(result.numUpdatedRows) === 1, opts);
+      const result = await ctx.tx.executeQuery(this.takes.totp({ ':step': step, ':now': ctx.now, ':id': mfa.id }));
+      return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts);
     });
   }
 
@@ -286,9 +301,9 @@ export class Mfa {
     if (typed === undefined) return false;
     const digest = this.deps.box.digest(typed, mfa.id);
     return this.deps.kernel.write(async (ctx) => {
-      const row = await ctx.tx.selectFrom('mfas').select('recovery_codes').where('id', '=', mfa.id).executeTakeFirst();
-      if (!row) return false;
-      const stored = String(row.recovery_codes);
+      const current = await this.deps.kernel.repo('mfas').get(ctx.tx, mfa.id);
+      if (!current) return false;
+      const stored = current.recoveryCodes;
       // Stryker: '' split is [''], and no digest is empty, so the empty list only spares a comparison.
       const digests = stored === '' ? [] : stored.split(',');
       let found = -1;
@@ -297,15 +312,9 @@ export class Mfa {
       for (const [i, d] of digests.entries()) if (constantTimeEqual(d, digest) && found < 0) found = i;
       if (found < 0) return false;
       const left = digests.filter((_, i) => i !== found).join(',');
-      // Only if no other request used a code meanwhile (on PostgreSQL two transactions may both read).
-      const result = await ctx.tx
-        .updateTable('mfas')
-        .set({ recovery_codes: left, updated_at: ctx.now })
-        .where('id', '=', mfa.id)
-        .where('recovery_codes', '=', stored)
-        .executeTakeFirst();
+      const result = await ctx.tx.executeQuery(this.takes.recovery({ ':left': left, ':now': ctx.now, ':id': mfa.id, ':stored': stored }));
       // Stryker: on SQLite write transactions run one at a time, so the row just read is updated.
-      return this.tookCode(ctx, mfa, Number(result.numUpdatedRows) === 1, opts);
+      return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts);
     });
   }
 

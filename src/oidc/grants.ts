@@ -1,7 +1,6 @@
 // Refresh grants in the store: one per OIDC login that asked for offline_access, tied to the login's
 // API session. Refresh tokens are opaque, kept only as hashes, rotated on every use; a rotated token
 // presented again is reuse, and the caller revokes the whole grant.
-import type { CompiledQuery } from 'kysely';
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
 import { hashToken, newToken } from '../auth/tokens.js';
@@ -10,6 +9,7 @@ import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Store } from '../store/store.js';
+import { template, type Template } from '../store/template.js';
 
 export interface Grant {
   id: string;
@@ -54,24 +54,11 @@ interface Rotation {
   reject(err: unknown): void;
 }
 
-/**
- * A query compiled once with named placeholder values; each use binds new values in the order the
- * dialect's SQL wants them (the hot path skips the query builder).
- */
-export function template(compiled: CompiledQuery, names: readonly string[]): (values: Record<string, unknown>) => CompiledQuery {
-  const order = compiled.parameters.map((p) => {
-    const name = names.find((n) => n === p);
-    if (name === undefined) throw new Error(`unexpected parameter ${String(p)} in ${compiled.sql}`);
-    return name;
-  });
-  return (values) => ({ ...compiled, parameters: order.map((name) => values[name]) });
-}
-
 export class Grants implements Cache {
   readonly name = 'oidc-refresh-tokens';
   private readonly q: {
-    find: (v: Record<string, unknown>) => CompiledQuery;
-    insert: (v: Record<string, unknown>) => CompiledQuery;
+    find: Template;
+    insert: Template;
   };
   private queue: Rotation[] = [];
   private flushing = false;

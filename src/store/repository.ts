@@ -6,6 +6,7 @@ import { COLUMN_TYPE, columnOf, type ColumnType, type ResourceDef } from '../res
 import type { SortKey } from '../query/ast.js';
 import type { Dialect } from './dialect.js';
 import type { Executor } from './store.js';
+import { template, Templates } from './template.js';
 
 export type Entity = Record<string, unknown> & {
   id: string;
@@ -34,6 +35,8 @@ interface Column {
 export class Repository<E extends Entity = Entity> {
   readonly columns: readonly Column[];
   private readonly byField: ReadonlyMap<string, Column>;
+  /** The by-id reads and the writes, compiled once per shape (see template.ts). */
+  private readonly templates = new Templates();
 
   constructor(
     readonly def: ResourceDef,
@@ -104,7 +107,18 @@ export class Repository<E extends Entity = Entity> {
   }
 
   async get(ex: Executor, id: string): Promise<E | undefined> {
-    const row = await ex.selectFrom(this.source).selectAll().where('id', '=', id).executeTakeFirst();
+    const find = this.templates.of('get', () => template(this.dialect.db.selectFrom(this.source).selectAll().where('id', '=', ID).compile(), [ID]));
+    const [row] = (await ex.executeQuery(find({ [ID]: id }))).rows as Record<string, unknown>[];
+    return row ? this.fromRow(row) : undefined;
+  }
+
+  /** The first record whose field holds this value (a field of unique values, say). */
+  async findBy(ex: Executor, field: string, value: unknown): Promise<E | undefined> {
+    const column = this.columnOf(field);
+    const find = this.templates.of(`find ${column}`, () =>
+      template(this.dialect.db.selectFrom(this.source).selectAll().where(column, '=', ID).limit(sql.lit(1)).compile(), [ID]),
+    );
+    const [row] = (await ex.executeQuery(find({ [ID]: value }))).rows as Record<string, unknown>[];
     return row ? this.fromRow(row) : undefined;
   }
 
@@ -113,8 +127,8 @@ export class Repository<E extends Entity = Entity> {
   }
 
   private async existsIn(ex: Executor, table: string, id: string): Promise<boolean> {
-    const row = await ex.selectFrom(table).select('id').where('id', '=', id).executeTakeFirst();
-    return row !== undefined;
+    const find = this.templates.of(`exists ${table}`, () => template(this.dialect.db.selectFrom(table).select('id').where('id', '=', ID).compile(), [ID]));
+    return (await ex.executeQuery(find({ [ID]: id }))).rows.length > 0;
   }
 
   /** id → reference name, for entity references in reads. */
@@ -131,18 +145,51 @@ export class Repository<E extends Entity = Entity> {
   }
 
   async insert(ex: Executor, entity: Record<string, unknown>): Promise<void> {
-    await ex.insertInto(this.table).values(this.toRow(entity)).execute();
+    const row = this.toRow(entity);
+    const columns = Object.keys(row);
+    const insert = this.templates.of(`insert ${columns.join()}`, () =>
+      template(this.dialect.db.insertInto(this.table).values(placeholders(columns)).compile(), columns.map(placeholder)),
+    );
+    await ex.executeQuery(insert(placeheld(row)));
   }
 
   async update(ex: Executor, id: string, values: Record<string, unknown>): Promise<boolean> {
     const row = this.toRow(values);
-    if (Object.keys(row).length === 0) return this.existsIn(ex, this.table, id);
-    const result = await ex.updateTable(this.table).set(row).where('id', '=', id).executeTakeFirst();
-    return Number(result.numUpdatedRows) > 0;
+    const columns = Object.keys(row);
+    if (columns.length === 0) return this.existsIn(ex, this.table, id);
+    const update = this.templates.of(`update ${columns.join()}`, () =>
+      template(
+        this.dialect.db.updateTable(this.table).set(placeholders(columns)).where('id', '=', ID).compile(),
+        [...columns.map(placeholder), ID],
+      ),
+    );
+    const result = await ex.executeQuery(update({ ...placeheld(row), [ID]: id }));
+    return Number(result.numAffectedRows ?? 0) > 0;
   }
 
   async delete(ex: Executor, id: string): Promise<boolean> {
-    const result = await ex.deleteFrom(this.table).where('id', '=', id).executeTakeFirst();
-    return Number(result.numDeletedRows) > 0;
+    const remove = this.templates.of('delete', () => template(this.dialect.db.deleteFrom(this.table).where('id', '=', ID).compile(), [ID]));
+    const result = await ex.executeQuery(remove({ [ID]: id }));
+    return Number(result.numAffectedRows ?? 0) > 0;
   }
+}
+
+/** The placeholder of the id in templates; unlike those of columns, it starts with `=`. */
+const ID = '=id';
+
+/** A column's placeholder in templates. */
+function placeholder(column: string): string {
+  return `:${column}`;
+}
+
+/** column → its placeholder, the values a template is compiled with. */
+function placeholders(columns: readonly string[]): Record<string, string> {
+  return Object.fromEntries(columns.map((c) => [c, placeholder(c)]));
+}
+
+/** A row's values by their placeholders, as a template binds them. */
+function placeheld(row: Record<string, unknown>): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const [column, value] of Object.entries(row)) values[placeholder(column)] = value;
+  return values;
 }
