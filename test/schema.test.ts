@@ -2,17 +2,17 @@
 // types, unique columns and references, the link tables their relations imply (the policies'
 // role lists and the link lists), and the views definitions read from. A definition change
 // without a migration fails here.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { fstatSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { resourceDefs } from '../src/resources/index.js';
 import { tableSpec, type ResourceDef } from '../src/resources/kit.js';
 import { LINK_LISTS, LINK_TABLES, POLICY_SPECS } from '../src/resources/relations.js';
 import { migrations } from '../src/store/migrations/index.js';
 import { openSqlite } from '../src/store/sqlite.js';
-import { Store } from '../src/store/store.js';
+import { Store, type Tx } from '../src/store/store.js';
 import { widgetMigration, widgets } from './fixtures/widgets.js';
 
 let store: Store;
@@ -149,7 +149,7 @@ describe('migrations', () => {
     expect(new Set(names).size).toBe(names.length);
   });
 
-  it('run with foreign keys enforced, and a file store journals in WAL with full sync', async () => {
+  it('run with foreign keys enforced, and a file store journals in WAL, synced by SQLite at checkpoints', async () => {
     const { rows } = await sql<{ foreign_keys: number }>`pragma foreign_keys`.execute(store.db);
     expect(rows[0]!.foreign_keys).toBe(1);
     const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
@@ -159,8 +159,50 @@ describe('migrations', () => {
       const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(file.db);
       expect(mode.rows[0]!.journal_mode).toBe('wal');
       const sync = await sql<{ synchronous: number }>`pragma synchronous`.execute(file.db);
-      expect(sync.rows[0]!.synchronous).toBe(2);
+      expect(sync.rows[0]!.synchronous).toBe(1); // NORMAL: the commit itself flushes the WAL (below)
     } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a transaction answers once the WAL is flushed; commits made during a flush share the next one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    // Flushes pass at once until `held`, then wait for the test.
+    let held = false;
+    const flushes: { fd: number; done: () => void }[] = [];
+    const file = new Store(
+      openSqlite(join(dir, 'overlay.db'), { flush: (fd) => (held ? new Promise<void>((done) => flushes.push({ fd, done })) : Promise.resolve()) }),
+    );
+    const insert = (id: string) => (tx: Tx) => tx.insertInto('identity_types').values({ id, name: id, created_at: 'now', updated_at: 'now', tags: '{}' }).execute();
+    try {
+      await file.migrate(migrations);
+      held = true;
+      const answered: string[] = [];
+      const first = file.transaction(insert('First')).then(() => answered.push('First'));
+      await vi.waitFor(() => expect(flushes).toHaveLength(1));
+      // The WAL of this very store is what is flushed.
+      expect(fstatSync(flushes[0]!.fd).ino).toBe(statSync(join(dir, 'overlay.db-wal')).ino);
+      // Committed (other reads see it), not answered before it is on disk.
+      const seen = await file.db.selectFrom('identity_types').select('id').where('id', '=', 'First').execute();
+      expect(seen).toHaveLength(1);
+      // Two more commits while the first flush runs: it may have started before them, so they wait
+      // for one flush after it, together.
+      const later = [file.transaction(insert('Second')), file.transaction(insert('Third'))].map((p, i) => p.then(() => answered.push(['Second', 'Third'][i]!)));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(answered).toEqual([]);
+      expect(flushes).toHaveLength(1);
+      flushes.shift()!.done();
+      await first;
+      expect(answered).toEqual(['First']);
+      await vi.waitFor(() => expect(flushes).toHaveLength(1));
+      flushes.shift()!.done();
+      await Promise.all(later);
+      expect(answered).toEqual(['First', 'Second', 'Third']);
+      expect(flushes).toHaveLength(0);
+    } finally {
+      held = false;
+      for (const f of flushes) f.done();
       await file.close();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { migrations } from '../store/migrations/index.js';
 import { openSqlite } from '../store/sqlite.js';
 import { Store } from '../store/store.js';
@@ -49,8 +52,8 @@ describe('the kernel', () => {
     const seen: string[] = [];
     const stop = kernel.changes.subscribe((c) => void seen.push(`${c.kind} ${c.id}`));
     let transactions = 0;
-    const transaction = store.transaction.bind(store);
-    store.transaction = (fn) => {
+    const transaction = store.commit.bind(store);
+    store.commit = (fn) => {
       transactions++;
       return transaction(fn);
     };
@@ -79,15 +82,15 @@ describe('the kernel', () => {
       ]);
       expect(seen).toEqual(['create g1', 'create g2', 'create g4', 'create g5']);
     } finally {
-      store.transaction = transaction;
+      store.commit = transaction;
       stop();
     }
   });
 
   it('a batch whose commit fails fails every write of it, and the next writes go on', async () => {
-    const transaction = store.transaction.bind(store);
+    const transaction = store.commit.bind(store);
     let fail = true;
-    store.transaction = async (fn) => {
+    store.commit = async (fn) => {
       const result = await transaction(async (tx) => {
         const value = await fn(tx);
         if (fail) throw new Error('the disk is full');
@@ -106,7 +109,7 @@ describe('the kernel', () => {
       const ids = (await store.db.selectFrom('identity_types').select('id').where('id', 'like', 'f%').execute()).map((r) => r.id);
       expect(ids).toEqual(['f3']);
     } finally {
-      store.transaction = transaction;
+      store.commit = transaction;
     }
   });
 
@@ -236,6 +239,72 @@ describe('the write queue of requests', () => {
     expect(refused).toMatchObject({ code: 'SERVER_TOO_MANY_REQUESTS', status: 429, headers: { 'retry-after': '1' } });
     // Once the queue drained, writes of requests are taken again.
     await expect(bounded.withOrigin(origin, () => bounded.write(async () => 'again'))).resolves.toBe('again');
+  });
+});
+
+describe('writes and the disk', () => {
+  let dir: string;
+  let disk: Store;
+  /** Flushes of the WAL: they pass at once unless held, and then wait for the test (or fail). */
+  let held = false;
+  let flushes: { done: () => void; fail: (err: Error) => void }[] = [];
+  const logged: unknown[] = [];
+  let onDisk: Kernel;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'overlay-kernel-'));
+    disk = new Store(
+      openSqlite(join(dir, 'overlay.db'), {
+        flush: () => (held ? new Promise<void>((done, fail) => flushes.push({ done, fail })) : Promise.resolve()),
+      }),
+    );
+    await disk.migrate(migrations);
+    onDisk = new Kernel({ store: disk, clock: () => Date.parse('2026-01-02T03:04:05.000Z'), log: { error: (obj: unknown) => logged.push(obj) } as never });
+  });
+
+  afterAll(async () => {
+    held = false;
+    for (const f of flushes) f.done();
+    await disk.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a write answers once its commit is on disk; the next is committed meanwhile, and answered after it', async () => {
+    held = true;
+    const announced: string[] = [];
+    const answered: string[] = [];
+    const stop = onDisk.changes.subscribe((c) => void announced.push(c.id));
+    try {
+      const first = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d1'))).then(() => answered.push('d1'));
+      await vi.waitFor(() => expect(flushes).toHaveLength(1));
+      // Committed and announced, not answered: the disk has not said it holds it.
+      expect(announced).toEqual(['d1']);
+      const second = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d2'))).then(() => answered.push('d2'));
+      // The next write does not wait for the disk to commit.
+      await vi.waitFor(() => expect(announced).toEqual(['d1', 'd2']));
+      expect(answered).toEqual([]);
+      flushes.shift()!.done();
+      await first;
+      expect(answered).toEqual(['d1']);
+      await vi.waitFor(() => expect(flushes).toHaveLength(1));
+      flushes.shift()!.done();
+      await second;
+      expect(answered).toEqual(['d1', 'd2']);
+    } finally {
+      held = false;
+      stop();
+    }
+  });
+
+  it('a flush that fails fails the writes it covers, logged; the next writes go on', async () => {
+    held = true;
+    const failing = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d3')));
+    await vi.waitFor(() => expect(flushes).toHaveLength(1));
+    flushes.shift()!.fail(new Error('EIO: the disk failed'));
+    await expect(failing).rejects.toThrow('EIO: the disk failed');
+    expect(logged).toContainEqual(expect.objectContaining({ err: expect.objectContaining({ message: 'EIO: the disk failed' }) }));
+    held = false;
+    await expect(onDisk.write(async (ctx) => (await ctx.insert('identity-types', identityType('d4')), 'stored'))).resolves.toBe('stored');
   });
 });
 

@@ -2,7 +2,8 @@
 // context; every record it creates, updates or deletes is recorded as a change (the context's row
 // helpers record it themselves; other writes call `changed`), and once the transaction has
 // committed the change feed delivers them — the write resolves after every listener has handled
-// them (changes.ts: buffered in process now; an outbox read by sequence on PostgreSQL later). A
+// them and its commit is on disk (changes.ts: buffered in process now; an outbox read by sequence
+// on PostgreSQL later). A
 // write that throws rolls back and announces nothing. Below everything that has behaviour
 // (domain, auth, oidc, policy): it knows the store, the resource definitions and the feed, nothing else.
 //
@@ -18,7 +19,7 @@ import { resourceDefs, type EntityOf, type ResourceName } from '../resources/ind
 import type { ResourceDef } from '../resources/kit.js';
 import { Repository, type Entity } from '../store/repository.js';
 import type { Store, Tx } from '../store/store.js';
-import { sql } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import { InProcessFeed, type Change, type ChangeFeed, type ChangeRecord } from './changes.js';
 import { ApiError } from '../errors.js';
 import type { AuditEntry, AuditTrail, ImagedChange, WriteOrigin } from './audit.js';
@@ -115,14 +116,17 @@ export class Kernel {
   /**
    * Runs fn in a store transaction with a write context, atomically: all it writes commits, or
    * (when it throws) none of it does and nothing is announced. After the commit: the after-commit
-   * work, then the delivery of the changes, awaited. Listener failures are logged by the feed and
-   * never fail the write; after-commit failures are logged likewise.
+   * work, then the delivery of the changes, awaited; the write answers once its commit is on disk
+   * too. Listener failures are logged by the feed and never fail the write; after-commit failures
+   * are logged likewise.
    *
    * Writes that arrive while a transaction is running wait and then share the next one, each in a
    * savepoint of its own (group commit): a durable commit costs a flush to disk, which one flush for
    * many writes pays once. A write that throws is rolled back to its savepoint alone. Changes are
    * delivered in commit order, each write's before the next's, and the next batch starts only once
-   * they are: so a change listener must not wait for a write.
+   * they are: so a change listener must not wait for a write. The next batch does not wait for the
+   * disk: while one commit is flushed the next is made, and writes are answered in commit order.
+   * (So a read may see a commit a moment before it is on disk; no write is answered before.)
    */
   write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
     const origin = this.origins.getStore();
@@ -165,9 +169,9 @@ export class Kernel {
     this.draining = true;
     try {
       while (this.queue.length > 0) {
-        // The driver commits synchronously, holding the event loop while the disk flushes: requests
-        // that arrived meanwhile get to queue their writes before the batch is taken (a few turns of
-        // the event loop at most, while the queue still grows; none to speak of for a lone write).
+        // The driver commits synchronously, holding the event loop: requests that arrived meanwhile
+        // get to queue their writes before the batch is taken (a few turns of the event loop at
+        // most, while the queue still grows; none to speak of for a lone write).
         for (let turn = 0, seen = -1; turn < BATCH_TURNS && this.queue.length !== seen; turn++) {
           seen = this.queue.length;
           await new Promise((resolve) => setImmediate(resolve));
@@ -178,13 +182,13 @@ export class Kernel {
         const failed: { write: QueuedWrite; err: unknown }[] = [];
         const began = performance.now();
         try {
-          await this.store.transaction(async (tx) => {
+          await this.store.commit(async (tx) => {
             // The audit rows of the batch's writes that succeed, stored together before the commit.
             const auditRows: Record<string, unknown>[] = [];
             for (const write of batch) {
               // One write alone needs no savepoint: its failure rolls the transaction back.
               const alone = batch.length === 1;
-              if (!alone) await sql`savepoint kernel_write`.execute(tx);
+              if (!alone) await tx.executeQuery(SAVEPOINT);
               const after: (() => void)[] = [];
               const record = this.changes.begin(tx);
               const audited = write.origin && this.audit?.enabled ? { origin: write.origin, changes: [], entries: [] } : undefined;
@@ -193,13 +197,13 @@ export class Kernel {
                 const value = await write.fn(ctx);
                 const rows = audited ? await this.audit!.rowsOf(tx, ctx.now, audited.origin, audited.changes, audited.entries) : [];
                 await record.seal();
-                if (!alone) await sql`release savepoint kernel_write`.execute(tx);
+                if (!alone) await tx.executeQuery(RELEASE);
                 for (const row of rows) auditRows.push(row);
                 done.push({ write, value, after, record });
               } catch (err) {
                 if (alone) throw err;
-                await sql`rollback to savepoint kernel_write`.execute(tx);
-                await sql`release savepoint kernel_write`.execute(tx);
+                await tx.executeQuery(ROLLBACK_TO);
+                await tx.executeQuery(RELEASE);
                 failed.push({ write, err });
               }
             }
@@ -213,6 +217,7 @@ export class Kernel {
         }
         this.observeTransaction?.((performance.now() - began) / 1000, true);
         for (const { write, err } of failed) write.reject(err);
+        const delivered: { write: QueuedWrite; value: unknown }[] = [];
         for (const { write, value, after, record } of done) {
           for (const f of after) {
             try {
@@ -223,11 +228,21 @@ export class Kernel {
           }
           try {
             await record.deliver();
-            write.resolve(value);
+            delivered.push({ write, value });
           } catch (err) {
             write.reject(err);
           }
         }
+        // Answered once on disk; the next batch runs meanwhile (its commit shares a later flush).
+        this.store.durable().then(
+          () => {
+            for (const { write, value } of delivered) write.resolve(value);
+          },
+          (err: unknown) => {
+            this.log?.error({ err }, 'a commit could not be flushed to disk');
+            for (const { write } of delivered) write.reject(err);
+          },
+        );
       }
     } finally {
       this.draining = false;
@@ -276,6 +291,11 @@ export class Kernel {
 export const MAX_BATCH = 100;
 /** Turns of the event loop a batch waits at most for writes still arriving. */
 const BATCH_TURNS = 4;
+
+// The savepoint of each write in a batch (compiled once: they run several times per write).
+const SAVEPOINT = CompiledQuery.raw('savepoint kernel_write');
+const RELEASE = CompiledQuery.raw('release savepoint kernel_write');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint kernel_write');
 
 /** What a write being audited has gathered so far. */
 interface Audited {

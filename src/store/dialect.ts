@@ -43,5 +43,10 @@ export interface Dialect {
    * no other (an in-memory store). Closed by the caller.
    */
   reader(): { db: Db; close(): Promise<void> };
+  /**
+   * Resolves once every transaction committed so far is on disk (a commit itself does not wait
+   * for the disk); rejects when the flush fails.
+   */
+  durable(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,9 +1,15 @@
-// The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and full sync
-// so that an acknowledged write survives a crash. The database file is owner-only (0600) before
-// SQLite opens it: SQLite gives the -wal, -shm and journal files it creates later the mode of the
-// database file, so they are owner-only too.
+// The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and every commit
+// on disk before it returns, so that an acknowledged write survives a crash. The database file is
+// owner-only (0600) before SQLite opens it: SQLite gives the -wal, -shm and journal files it creates
+// later the mode of the database file, so they are owner-only too.
+//
+// A commit does not wait for the disk on the event loop: SQLite syncs only at checkpoints
+// (synchronous = NORMAL), and `durable()` flushes the WAL (fdatasync, on a worker thread) after
+// commits, which makes the same guarantee as synchronous = FULL for every commit it covers. Commits
+// made while a flush runs share the next one.
 import Database from 'better-sqlite3';
-import { closeSync, fchmodSync, openSync } from 'node:fs';
+import { closeSync, fchmodSync, fdatasync, openSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { Kysely, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { ColumnInfo, Dialect } from './dialect.js';
@@ -70,13 +76,52 @@ function createOwnerOnly(path: string): void {
   }
 }
 
-export function openSqlite(path: string): Dialect {
+const flushToDisk = promisify(fdatasync);
+
+/**
+ * `durable` of a WAL: a flush started after every commit made so far. A flush already running may
+ * have started before the latest commit, so callers meanwhile share the one after it.
+ */
+function walFlusher(flush: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    const flushing = flush().finally(() => {
+      if (running === flushing) running = undefined;
+    });
+    running = flushing;
+    return flushing;
+  };
+  return () => {
+    if (!running) return start();
+    next ??= running
+      .catch(() => undefined)
+      .then(() => {
+        next = undefined;
+        return start();
+      });
+    return next;
+  };
+}
+
+export interface SqliteOptions {
+  /** Flushes the WAL file (its descriptor) to disk; fdatasync on a worker thread by default. */
+  flush?: (walFd: number) => Promise<void>;
+}
+
+export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
   createOwnerOnly(path);
   const database = new Database(path);
   database.pragma('journal_mode = WAL');
   database.pragma('foreign_keys = ON');
-  database.pragma('synchronous = FULL');
+  const inMemory = path === ':memory:' || path === '';
+  // Synced at checkpoints by SQLite, and by `durable()` after commits (above).
+  database.pragma(inMemory ? 'synchronous = FULL' : 'synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
+  // The WAL exists once WAL mode is on; opened to flush it (never written through this descriptor).
+  const walFd = inMemory ? undefined : openSync(`${path}-wal`, 'a', FILE_MODE);
+  const flush = options.flush ?? flushToDisk;
+  const durable = walFd === undefined ? async () => undefined : walFlusher(() => flush(walFd));
   const db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
 
   return {
@@ -139,6 +184,7 @@ export function openSqlite(path: string): Dialect {
         source.close();
       }
     },
+    durable,
     reader() {
       if (path === ':memory:' || path === '') return { db, close: async () => undefined };
       const database = new Database(path, { readonly: true, fileMustExist: true });
@@ -147,7 +193,10 @@ export function openSqlite(path: string): Dialect {
       return { db: reader, close: () => reader.destroy() };
     },
     async close() {
+      // A flush still running must not outlive the descriptor it flushes.
+      await durable().catch(() => undefined);
       await db.destroy();
+      if (walFd !== undefined) closeSync(walFd);
     },
   };
 }

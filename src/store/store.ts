@@ -33,12 +33,31 @@ export class Store {
     });
     const { error, results } = await migrator.migrateToLatest();
     if (error) throw error instanceof Error ? error : new Error(String(error));
+    await this.durable();
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
 
-  /** Runs fn in one transaction: everything it writes commits together or not at all. */
-  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  /**
+   * Runs fn in one transaction: everything it writes commits together or not at all. Answers once
+   * the commit is on disk.
+   */
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const value = await this.commit(fn);
+    await this.durable();
+    return value;
+  }
+
+  /**
+   * Runs fn in one transaction and answers at its commit, which other reads already see but which
+   * may not be on disk yet: `durable()` tells when it is.
+   */
+  commit<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(fn);
+  }
+
+  /** Resolves once every transaction committed so far is on disk. */
+  durable(): Promise<void> {
+    return this.dialect.durable();
   }
 
   close(): Promise<void> {
