@@ -252,7 +252,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const stopFollowingAdminPassword = await inDataDir(dataDir, 'check', adminPasswordPath, () =>
       followAdminPasswordFile({ dataDir, store, changes: kernel.changes, log }),
     );
-    const mfa = new Mfa({ kernel, clock, box: secrets, issuer: config.edge.totp.issuer });
+    const mfa = caches.register(new Mfa({ kernel, clock, box: secrets, issuer: config.edge.totp.issuer }));
     const revocations = new Revocations(clock);
     await revocations.start({ kernel, caches });
     const oidc = await inDataDir(dataDir, 'open the OIDC signing keys in', join(dataDir, 'oidc'), () =>

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { iso } from '../clock.js';
 import { ApiError } from '../errors.js';
 import type { Change } from '../kernel/changes.js';
+import { CacheRegistry } from '../kernel/caches.js';
 import { Kernel } from '../kernel/kernel.js';
 import { DEFAULT_AUTH_POLICY_ID, DEFAULT_PRIMARY, DEFAULT_SECONDARY } from '../resources/auth-policies.js';
 import { migrations } from '../store/migrations/index.js';
@@ -49,7 +50,7 @@ beforeEach(async () => {
       await ctx.insert('identities', { ...base, id, name, type: 'User', isAdmin: false, isDefaultAdmin: false, authPolicyId: DEFAULT_AUTH_POLICY_ID });
     }
   });
-  mfa = new Mfa({ kernel, clock, box, issuer: 'Overlay Test' });
+  mfa = new CacheRegistry(kernel.changes).register(new Mfa({ kernel, clock, box, issuer: 'Overlay Test' }));
   changes = [];
   stopListening = kernel.changes.subscribe((c) => void changes.push(c));
 });
@@ -473,5 +474,46 @@ describe('recovery codes', () => {
     const again = await mfa.regenerate(ALICE.id, fresh[2]!, AT_SESSION);
     expect(String((await row())!.recovery_codes).split(',')).toEqual(again.map((c) => box.digest(c, view.id)));
     expect((await refusal(mfa.regenerate(ALICE.id, fresh[2]!, AT_SESSION))).code).toBe('MFA_INVALID_TOKEN');
+  });
+});
+
+describe('the enrollments kept in memory', () => {
+  it('keeps an identity without one as such, and sees one started, confirmed and removed', async () => {
+    const reads = vi.spyOn(kernel.repo('mfas'), 'findBy');
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(false);
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(false);
+    expect(reads).toHaveBeenCalledTimes(1);
+    const { secret } = await enrolled();
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(true);
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(true);
+    // Read again after each change of the enrollment, and then kept.
+    expect(reads.mock.calls.length).toBeLessThanOrEqual(4);
+    const called = reads.mock.calls.length;
+    await mfa.remove(ALICE.id, totpCode(secret, now), AT_SESSION);
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(false);
+    expect(reads.mock.calls.length).toBe(called + 1);
+  });
+
+  it('forgets the enrollment of a deleted identity, and everything on a reset', async () => {
+    await enrolled();
+    await enrolled(BOB);
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(true);
+    expect(await mfa.isEnrolled(BOB.id)).toBe(true);
+    // Deleted with its identity by the store's cascade: only the identity's change is announced.
+    await kernel.write((ctx) => ctx.remove('identities', ALICE.id));
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(false);
+    // Written behind the kernel's back (a restored snapshot, say): seen after a reset only.
+    await store.db.deleteFrom('mfas').where('identity_id', '=', BOB.id).execute();
+    expect(await mfa.isEnrolled(BOB.id)).toBe(true);
+    mfa.reset();
+    expect(await mfa.isEnrolled(BOB.id)).toBe(false);
+  });
+
+  it('a change without its identity empties the lot', async () => {
+    await enrolled();
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(true);
+    await store.db.deleteFrom('mfas').execute();
+    mfa.onChange({ collection: 'mfas', kind: 'delete', id: 'unknown' });
+    expect(await mfa.isEnrolled(ALICE.id)).toBe(false);
   });
 });

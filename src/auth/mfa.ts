@@ -6,12 +6,18 @@
 // TOTP code taken and the set of unused recovery codes change with conditional updates, so two
 // requests carrying the same code cannot both pass. Wrong codes are limited per API session or
 // authorization request and per identity (5 in 5 minutes), the place taken before the check runs.
+//
+// Enrollments are kept in memory by identity, the absence of one too (every login asks whether
+// there is one), following the change feed; the checks that take a code are decided by the store.
 import QRCode from 'qrcode';
 import { ApiError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
 import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import { withOwner } from '../kernel/kernel.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 import type { EntityOf } from '../resources/index.js';
 import { constantTimeEqual } from './tokens.js';
 import type { SecretBox } from './secret-box.js';
@@ -24,6 +30,9 @@ type MfaEntity = EntityOf<'mfas'>;
 /** Wrong codes allowed per API session or authorization request (and per identity) in the window. */
 export const MFA_WRONG_CODES = 5;
 export const MFA_WINDOW_MS = 5 * 60_000;
+
+/** Identities whose enrollment (or its absence) is kept in memory at most. */
+const MAX_KEPT_ENROLLMENTS = 10_000;
 
 /** Whose attempts a code check counts against, besides the identity's. */
 export type AttemptScope = { apiSessionId: string } | { authRequestId: string };
@@ -82,8 +91,11 @@ export async function endMfaPasses(ctx: Pick<WriteContext, 'tx' | 'changed'>, id
   for (const r of ended) ctx.changed({ collection: 'api-sessions', kind: 'update', id: String(r.id), ownerId: identityId });
 }
 
-export class Mfa {
+export class Mfa implements Cache {
+  readonly name = 'mfa-enrollments';
   private readonly attempts: FailureThrottle;
+  /** Identity id → its enrollment, or none. */
+  private readonly enrollments = new BoundedMap<string, { mfa: MfaEntity | undefined }>({ maxEntries: MAX_KEPT_ENROLLMENTS });
   /** The conditional writes that take a code, compiled once (a login's second factor is a hot path). */
   private readonly takes: { totp: Template; recovery: Template };
 
@@ -112,7 +124,27 @@ export class Mfa {
 
   /** The enrollment of an identity, confirmed or not. */
   async of(identityId: string): Promise<MfaEntity | undefined> {
-    return this.deps.kernel.repo('mfas').findBy(this.deps.kernel.store.db, 'identityId', identityId);
+    const kept = this.enrollments.get(identityId);
+    if (kept) return kept.mfa;
+    const seen = this.enrollments.drops;
+    const mfa = await this.deps.kernel.repo('mfas').findBy(this.deps.kernel.store.db, 'identityId', identityId);
+    this.enrollments.setIfUnchanged(identityId, { mfa }, seen);
+    return mfa;
+  }
+
+  onChange(change: Change): void {
+    if (change.collection === 'mfas') {
+      // Every write of an enrollment names its identity; one that does not empties the lot.
+      if (change.ownerId === undefined) this.enrollments.clear();
+      else this.enrollments.delete(change.ownerId);
+    } else if (change.collection === 'identities' && change.kind === 'delete') {
+      // Its enrollment went with it (the store cascades).
+      this.enrollments.delete(change.id);
+    }
+  }
+
+  reset(): void {
+    this.enrollments.clear();
   }
 
   /** Whether the identity has a confirmed enrollment (every login then asks for a code). */

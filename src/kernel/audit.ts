@@ -12,6 +12,7 @@ import type { CompiledQuery } from 'kysely';
 import type { ResourceDef } from '../resources/kit.js';
 import { auditEvents } from '../resources/audit-events.js';
 import { Repository } from '../store/repository.js';
+import { template, type Template } from '../store/template.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 import { iso, type Clock } from '../clock.js';
 import { randomBytes } from 'node:crypto';
@@ -121,6 +122,8 @@ export class AuditTrail {
   private readonly inserts = new Map<number, { compiled: CompiledQuery; order: { row: number; column: string }[] }>();
   /** Tells this process's ids from another's written in the same millisecond with the same count. */
   private readonly processTag = randomBytes(4).toString('hex');
+  /** An identity's name by id (a login's actor), compiled once: every login asks it. */
+  private readonly nameOf: Template;
 
   constructor(
     private readonly store: Store,
@@ -129,6 +132,7 @@ export class AuditTrail {
   ) {
     this.settings = { ...DEFAULT_AUDIT_SETTINGS, ...settings };
     this.repo = new Repository(auditEvents, store.dialect);
+    this.nameOf = template(store.db.selectFrom('identities').select('name').where('id', '=', ':id').compile(), [':id']);
   }
 
   private repoOf(def: ResourceDef): Repository {
@@ -242,8 +246,11 @@ export class AuditTrail {
   private async fillActorNames(tx: Tx, rows: Record<string, unknown>[]): Promise<void> {
     const unnamed = [...new Set(rows.filter((r) => r.actorIdentityId !== null && r.actorName === null).map((r) => r.actorIdentityId as string))];
     if (unnamed.length === 0) return;
-    const found = await tx.selectFrom('identities').select(['id', 'name']).where('id', 'in', unnamed).execute();
-    const names = new Map(found.map((r) => [String(r.id), String(r.name)]));
+    const names = new Map<string, string>();
+    for (const id of unnamed) {
+      const [found] = (await tx.executeQuery(this.nameOf({ ':id': id }))).rows as { name: string }[];
+      if (found) names.set(id, found.name);
+    }
     for (const r of rows) if (r.actorName === null && typeof r.actorIdentityId === 'string') r.actorName = names.get(r.actorIdentityId) ?? null;
   }
 
