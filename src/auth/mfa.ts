@@ -345,14 +345,22 @@ export class Mfa implements Cache {
       if (found < 0) return false;
       const left = digests.filter((_, i) => i !== found).join(',');
       const result = await ctx.tx.executeQuery(this.takes.recovery({ ':left': left, ':now': ctx.now, ':id': mfa.id, ':stored': stored }));
+      const after = { ...current, recoveryCodes: left, updatedAt: ctx.now };
       // Stryker: on SQLite write transactions run one at a time, so the row just read is updated.
-      return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts);
+      return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts, { before: current, after });
     });
   }
 
-  private async tookCode(ctx: WriteContext, mfa: MfaEntity, taken: boolean, opts: CodeCheck): Promise<boolean> {
+  /** `images`: the record before and after, when the writer has them (the audit trail then reads nothing). */
+  private async tookCode(
+    ctx: WriteContext,
+    mfa: MfaEntity,
+    taken: boolean,
+    opts: CodeCheck,
+    images?: { before: Record<string, unknown>; after: Record<string, unknown> },
+  ): Promise<boolean> {
     if (!taken) return false;
-    ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId));
+    ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId), images);
     await opts.alsoWrite?.(ctx);
     return true;
   }
