@@ -208,3 +208,42 @@ describe('migrations', () => {
     }
   });
 });
+
+describe('checkpoints of the WAL', () => {
+  it('run on a worker thread, not in the commits: the database file takes what was committed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    const failures: unknown[] = [];
+    const file = new Store(openSqlite(join(dir, 'overlay.db'), { checkpointer: { intervalMs: 0, onFailure: (err) => failures.push(err) } }));
+    try {
+      await file.migrate(migrations);
+      const auto = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(file.db);
+      expect(auto.rows[0]!.wal_autocheckpoint).toBe(0);
+      // In WAL mode only a checkpoint writes the database file itself.
+      const before = statSync(join(dir, 'overlay.db')).size;
+      const big = 'x'.repeat(4000);
+      for (let i = 0; i < 20; i++) {
+        await file.transaction((tx) => tx.insertInto('identity_types').values({ id: `T${i}`, name: `T${i}`, created_at: 'now', updated_at: 'now', tags: JSON.stringify({ big }) }).execute());
+      }
+      await vi.waitFor(() => expect(statSync(join(dir, 'overlay.db')).size).toBeGreaterThan(before + 20 * 4000), { timeout: 5000 });
+      expect(failures).toEqual([]);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('are taken back by the commits when the worker fails', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    const failures: unknown[] = [];
+    const file = new Store(openSqlite(join(dir, 'overlay.db'), { checkpointer: { driver: join(dir, 'no-such-driver.js'), onFailure: (err) => failures.push(err) } }));
+    try {
+      await vi.waitFor(() => expect(failures).toHaveLength(1));
+      const auto = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(file.db);
+      expect(auto.rows[0]!.wal_autocheckpoint).toBe(1000);
+      await file.migrate(migrations);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

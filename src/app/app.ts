@@ -161,7 +161,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     const storePath = join(dataDir, storeFile);
     const store = await inDataDir(dataDir, 'open the store', storePath, async () => {
-      opened = new Store(openSqlite(options.memoryStore ? ':memory:' : storePath));
+      opened = new Store(
+        openSqlite(options.memoryStore ? ':memory:' : storePath, {
+          checkpointer: { onFailure: (err) => log.error({ err }, 'the WAL checkpoint worker failed; commits checkpoint the store again') },
+        }),
+      );
       const applied = await opened.migrate(allMigrations);
       if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
       return opened;

@@ -14,6 +14,7 @@ import { Kysely, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { ColumnInfo, Dialect } from './dialect.js';
 import { sqliteFlavor } from './sqlite-flavor.js';
+import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js';
 
 const DDL: Record<ColumnType, string> = {
   text: 'text',
@@ -107,6 +108,8 @@ function walFlusher(flush: () => Promise<void>): () => Promise<void> {
 export interface SqliteOptions {
   /** Flushes the WAL file (its descriptor) to disk; fdatasync on a worker thread by default. */
   flush?: (walFd: number) => Promise<void>;
+  /** How the WAL is checkpointed off the event loop (checkpointer.ts). */
+  checkpointer?: CheckpointerOptions;
 }
 
 export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
@@ -120,9 +123,17 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
   database.pragma('busy_timeout = 5000');
   // The WAL exists once WAL mode is on; opened to flush it (never written through this descriptor).
   const walFd = inMemory ? undefined : openSync(`${path}-wal`, 'a', FILE_MODE);
+  const checkpointer = inMemory ? undefined : startCheckpointer(database, path, options.checkpointer);
   const flush = options.flush ?? flushToDisk;
-  const durable = walFd === undefined ? async () => undefined : walFlusher(() => flush(walFd));
+  const durable =
+    walFd === undefined
+      ? async () => undefined
+      : walFlusher(async () => {
+          await flush(walFd);
+          checkpointer?.committed();
+        });
   const db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  let closing: Promise<void> | undefined;
 
   return {
     name: 'sqlite',
@@ -192,11 +203,15 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
       const reader = new Kysely({ dialect: new SqliteDialect({ database }) });
       return { db: reader, close: () => reader.destroy() };
     },
-    async close() {
-      // A flush still running must not outlive the descriptor it flushes.
-      await durable().catch(() => undefined);
-      await db.destroy();
-      if (walFd !== undefined) closeSync(walFd);
+    close() {
+      // Once, however often asked. A flush still running must not outlive the descriptor it flushes.
+      closing ??= (async () => {
+        await durable().catch(() => undefined);
+        await checkpointer?.close();
+        await db.destroy();
+        if (walFd !== undefined) closeSync(walFd);
+      })();
+      return closing;
     },
   };
 }
