@@ -1,8 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { randomBase64url } from '../ids.js';
 
 /** An opaque bearer secret: 256 random bits, URL-safe. */
 export function newToken(): string {
-  return randomBytes(32).toString('base64url');
+  return randomBase64url(32);
 }
 
 /** What the store keeps of a token: its SHA-256, so a copy of the database holds no usable token. */
