@@ -247,7 +247,7 @@ describe('writes and the disk', () => {
   let disk: Store;
   /** Flushes of the WAL: they pass at once unless held, and then wait for the test (or fail). */
   let held = false;
-  let flushes: { done: () => void; fail: (err: Error) => void }[] = [];
+  const flushes: { done: () => void; fail: (err: Error) => void }[] = [];
   const logged: unknown[] = [];
   let onDisk: Kernel;
 
