@@ -135,6 +135,14 @@ describe('a JWKS signer', () => {
     expect(err.kind).toBe(kind);
   });
 
+  it('refuses a token whose key in the JWKS is broken, rather than failing itself', async () => {
+    const good = await jwk(keyA.publicKey, 'a');
+    served = { keys: [{ ...good, x: `${good.x!.slice(0, -4)}AAAA` }] };
+    const err = await refusal(verifier().verify(await token()));
+    expect(err.message).toMatch(/^the signer's key for the token cannot be read \(.+\)$/);
+    expect(err.kind).toBe('invalid');
+  });
+
   it('refuses every token of a disabled signer', async () => {
     records = [signer({ enabled: false })];
     expect((await refusal(verifier().verify(await token()))).message).toContain('is disabled');

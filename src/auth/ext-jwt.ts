@@ -351,6 +351,9 @@ function refusal(signer: Signer, err: unknown): ExtJwtError {
   if (err instanceof errors.JOSEAlgNotAllowed) return new ExtJwtError('invalid', 'the token\'s algorithm does not fit the signer\'s key', signer);
   if (err instanceof errors.JWTInvalid || err instanceof errors.JWSInvalid) return new ExtJwtError('invalid', `the token is not a valid JWT (${err.message})`, signer);
   if (err instanceof errors.JOSEError) return new ExtJwtError('invalid', `the token could not be verified (${err.code})`, signer);
+  // A key of the JWKS that WebCrypto cannot import (its key data is bad): jose lets the DOMException
+  // through, and it is the signer's fault, not the controller's.
+  if (err instanceof DOMException) return new ExtJwtError('invalid', `the signer's key for the token cannot be read (${err.message})`, signer);
   // A key of a type that cannot check the algorithm (jose throws TypeError for it).
   if (err instanceof TypeError) return new ExtJwtError('invalid', 'the token\'s algorithm does not fit the signer\'s key', signer);
   throw err;
