@@ -33,6 +33,8 @@ let idp: ExternalIdp;
 let admin: string;
 let silent: Server;
 let silentUrl: string;
+/** A JWKS on the same loopback server whose one key (kid broken-1) has bad key data. */
+let brokenUrl: string;
 const held: ServerResponse[] = [];
 const logLines: string[] = [];
 const dir = tempDir('overlay-ext-jwt-');
@@ -49,10 +51,16 @@ const freshAddress = () => `10.20.${Math.floor(++address / 250)}.${address % 250
 
 beforeAll(async () => {
   idp = await startExternalIdp(['alice-laptop', 'nobody-device', 'carol-phone']);
-  silent = createServer((_req, res) => held.push(res));
+  const brokenKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+  const brokenJwks = JSON.stringify({ keys: [{ ...brokenKey, x: `${brokenKey.x!.slice(0, -4)}AAAA`, kid: 'broken-1', use: 'sig' }] });
+  silent = createServer((req, res) => {
+    if (req.url === '/broken-jwks') res.writeHead(200, { 'content-type': 'application/json' }).end(brokenJwks);
+    else held.push(res);
+  });
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const a = silent.address();
   silentUrl = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/jwks`;
+  brokenUrl = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}/broken-jwks`;
   const log = pino(
     { level: 'warn' },
     new Writable({
@@ -280,6 +288,12 @@ describe('JWKS endpoints the controller will not fetch', () => {
     const issuer = `https://${slug}.example.com`;
     await createSigner(t, admin, { name: `ssrf-${slug}`, issuer, audience: 'overlay', jwksEndpoint });
     expectRefused(await extJwtLogin(await tokenOf(issuer)), reason);
+  });
+
+  it('a JWKS whose key is broken: the token naming it is refused, and the controller does not fail', async () => {
+    const issuer = 'https://broken.example.com';
+    await createSigner(t, admin, { name: 'broken-idp', issuer, audience: 'overlay', jwksEndpoint: brokenUrl });
+    expectRefused(await extJwtLogin(await handToken({ iss: issuer, kid: 'broken-1' })), "the signer's key for the token cannot be read");
   });
 
   it('an endpoint that never answers: refused after 5 s, and not asked again for 30 s', async () => {

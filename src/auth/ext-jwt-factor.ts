@@ -25,6 +25,7 @@ export class AuthPolicyRulesCache implements Cache {
   ) {}
 
   async get(policyId: string | null | undefined): Promise<AuthPolicyRules> {
+    // Stryker: any one key for "no policy" is as good; '' is no policy id.
     const key = policyId ?? '';
     const kept = this.rules.get(key);
     if (kept) return kept;
@@ -74,6 +75,7 @@ export interface SecondaryExtJwtDeps {
 export async function requiredSigner(deps: SecondaryExtJwtDeps, identity: Pick<IdentityState, 'authPolicyId'>): Promise<string | null> {
   const rules = await deps.authPolicyRules.get(identity.authPolicyId);
   const id = rules.secondary.requireExtJwtSigner;
+  // Stryker: the id is a string or null; without the type test a null id is answered as itself, null.
   return typeof id === 'string' && id !== '' ? id : null;
 }
 

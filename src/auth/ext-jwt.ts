@@ -24,7 +24,7 @@ export const CLOCK_SKEW_SECONDS = 30;
 export const MAX_EXT_JWT_LENGTH = 16 * 1024;
 /** Tokens whose verification is kept (by digest), and the longest kept: a client sends one many times. */
 const MAX_VERIFIED = 10_000;
-const MAX_VERIFIED_LENGTH = 4 * 1024;
+export const MAX_VERIFIED_LENGTH = 4 * 1024;
 
 /** Asymmetric algorithms only: an HMAC algorithm would take a public key for a shared secret. */
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -64,13 +64,14 @@ export function claimAt(claims: Record<string, unknown>, selector: string): unkn
 }
 
 /** The algorithms a certificate's key can verify. */
-function algorithmsOf(key: KeyObject): string[] {
+export function algorithmsOf(key: KeyObject): string[] {
   switch (key.asymmetricKeyType) {
     case 'rsa':
       return ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'];
     case 'rsa-pss':
       return ['PS256', 'PS384', 'PS512'];
     case 'ec': {
+      // Stryker: an EC key always has its details; the `?.` is for the type.
       const curve = key.asymmetricKeyDetails?.namedCurve;
       return curve === 'prime256v1' ? ['ES256'] : curve === 'secp384r1' ? ['ES384'] : curve === 'secp521r1' ? ['ES512'] : [];
     }
@@ -182,6 +183,7 @@ export class ExternalJwtSigners implements Cache {
     }
     if (token.length > MAX_EXT_JWT_LENGTH) throw new ExtJwtError('invalid', `the token is longer than ${MAX_EXT_JWT_LENGTH} characters`, expected);
     const digest = token.length <= MAX_VERIFIED_LENGTH ? createHash('sha256').update(token).digest('base64url') : undefined;
+    // Stryker: nothing is kept under undefined (see the end), so looking it up would find nothing too.
     const kept = digest !== undefined ? this.verified.get(digest) : undefined;
     if (kept && (expected === undefined || kept.signer.id === expected.id) && this.inTime(kept)) return kept;
     const seen = this.verified.drops;
@@ -193,6 +195,7 @@ export class ExternalJwtSigners implements Cache {
     } catch {
       throw new ExtJwtError('invalid', 'the token is not a well-formed signed JWT', expected);
     }
+    // Stryker: every issuer is a string, so looking up another value would find no signer either.
     const signer = expected ?? (typeof unverified.iss === 'string' ? await this.byIssuer(unverified.iss) : undefined);
     if (!signer) {
       throw new ExtJwtError('invalid', typeof unverified.iss === 'string' ? `no external JWT signer has the issuer ${printable(unverified.iss)}` : 'the token has no iss claim');
@@ -209,6 +212,7 @@ export class ExternalJwtSigners implements Cache {
       throw new ExtJwtError('invalid', `the claim ${property} (claimsProperty) is missing or not a string`, signer);
     }
     const result = { signer, claims, subject };
+    // Stryker: a verification kept under undefined would never be looked up (see above); the test spares memory.
     if (digest !== undefined) this.verified.setIfUnchanged(digest, result, seen);
     return result;
   }
@@ -216,6 +220,7 @@ export class ExternalJwtSigners implements Cache {
   /** A kept verification still in time: exp (and nbf) checked against the clock as jose checks them. */
   private inTime({ claims }: VerifiedExtJwt): boolean {
     const now = this.deps.clock() / 1000;
+    // Stryker: exp is a number in every verification kept (required, and jose checks its type).
     if (typeof claims.exp !== 'number' || now - CLOCK_SKEW_SECONDS >= claims.exp) return false;
     return typeof claims.nbf !== 'number' || now + CLOCK_SKEW_SECONDS >= claims.nbf;
   }
@@ -223,6 +228,8 @@ export class ExternalJwtSigners implements Cache {
   private async checkSignature(signer: Signer, token: string, alg: string): Promise<JWTPayload> {
     const source = await this.keySource(signer);
     const options = {
+      // Stryker: the algorithm was checked against these lists above, so jose's check (a second guard)
+      // never refuses it.
       algorithms: source.kind === 'cert' ? source.algorithms : ASYMMETRIC,
       issuer: signer.issuer,
       ...(signer.audience ? { audience: signer.audience } : {}),
@@ -247,12 +254,7 @@ export class ExternalJwtSigners implements Cache {
       // An unknown kid may be a rotated key: fetch again, unless that was done a moment ago.
       const again = await this.refetch(signer, source);
       if (again.failure !== undefined) throw new ExtJwtError('invalid', `the signer's JWKS could not be fetched: ${again.failure}`, signer);
-      try {
-        return await this.run(signer, () => jwtVerify(token, again.keys!, options));
-      } catch (retryErr) {
-        if (retryErr instanceof NoMatchingKey) throw new ExtJwtError('invalid', err.message, signer);
-        throw retryErr;
-      }
+      return await this.run(signer, () => jwtVerify(token, again.keys!, options));
     }
   }
 
@@ -278,6 +280,7 @@ export class ExternalJwtSigners implements Cache {
         }
         source = { kind: 'cert', key, algorithms: algorithmsOf(key) };
       } else if (signer.jwksEndpoint) {
+        // Stryker: kind is only told from 'cert', and an unset fetchedAt (NaN) lets the first fetch go as well.
         source = { kind: 'jwks', fetchedAt: -Infinity };
       } else {
         throw new ExtJwtError('invalid', 'the signer has neither a certificate nor a JWKS endpoint', signer);
@@ -286,6 +289,7 @@ export class ExternalJwtSigners implements Cache {
     }
     if (source.kind === 'cert') return source;
     const jwks = source.keys ? source : await this.refetch(signer, source);
+    // Stryker: a fetch ends with keys or a failure, so the default is never said.
     if (!jwks.keys) throw new ExtJwtError('invalid', `the signer's JWKS could not be fetched: ${jwks.failure ?? 'no keys'}`, signer);
     return jwks as JwksKeys & { keys: JWTVerifyGetKey };
   }
@@ -329,13 +333,12 @@ function printable(text: string): string {
 
 /** What a failed jose check was, in words. */
 function refusal(signer: Signer, err: unknown): ExtJwtError {
-  if (err instanceof ExtJwtError) return err;
   if (err instanceof errors.JWTExpired) return new ExtJwtError('expired', 'the token has expired (exp)', signer);
   if (err instanceof errors.JWTClaimValidationFailed) {
+    // iss was compared before the signature was checked, so jose never finds it wrong.
     switch (err.claim) {
-      case 'iss':
-        return new ExtJwtError('invalid', `the token's issuer (iss) is not ${printable(signer.issuer)}`, signer);
       case 'aud':
+        // Stryker: jose checks aud only when the signer has an audience, so the default is never said.
         return new ExtJwtError('invalid', `the token's audience (aud) does not contain ${printable(signer.audience ?? '')}`, signer);
       case 'nbf':
         return new ExtJwtError('invalid', 'the token is not valid yet (nbf)', signer);
@@ -348,10 +351,14 @@ function refusal(signer: Signer, err: unknown): ExtJwtError {
   if (err instanceof errors.JWKSNoMatchingKey) return new NoMatchingKey('invalid', 'no key of the signer\'s JWKS matches the token\'s kid and alg', signer);
   if (err instanceof errors.JWKSMultipleMatchingKeys) return new ExtJwtError('invalid', 'several keys of the signer\'s JWKS match a token without kid', signer);
   if (err instanceof errors.JWSSignatureVerificationFailed) return new ExtJwtError('invalid', 'the signature does not verify with the signer\'s key', signer);
-  if (err instanceof errors.JOSEAlgNotAllowed) return new ExtJwtError('invalid', 'the token\'s algorithm does not fit the signer\'s key', signer);
   if (err instanceof errors.JWTInvalid || err instanceof errors.JWSInvalid) return new ExtJwtError('invalid', `the token is not a valid JWT (${err.message})`, signer);
   if (err instanceof errors.JOSEError) return new ExtJwtError('invalid', `the token could not be verified (${err.code})`, signer);
-  // A key of a type that cannot check the algorithm (jose throws TypeError for it).
+  // A key of the JWKS that WebCrypto cannot import (its key data is bad): jose lets the DOMException
+  // through, and it is the signer's fault, not the controller's.
+  if (err instanceof DOMException) return new ExtJwtError('invalid', `the signer's key for the token cannot be read (${err.message})`, signer);
+  // A key that cannot check the algorithm: of another type, or an RSA key under 2048 bits (jose throws
+  // TypeError for it).
+  // Stryker: jose throws nothing but these, so an error left is a fault of the controller's own.
   if (err instanceof TypeError) return new ExtJwtError('invalid', 'the token\'s algorithm does not fit the signer\'s key', signer);
   throw err;
 }
