@@ -19,7 +19,9 @@ import { INTERCEPT } from './fixtures/network.js';
 import { bearer, decodeJwt, oidcLogin, postToken } from './oidc-helpers.js';
 
 const ids = vi.hoisted(() => ({ next: 0 }));
-vi.mock('../src/ids.js', () => ({
+// Ids in order; tokens stay random (their values are labelled).
+vi.mock('../src/ids.js', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('../src/ids.js')>()),
   newId: () => `id${String(++ids.next).padStart(9, '0')}`,
   newUuid: () => `00000000-0000-4000-8000-${String(++ids.next).padStart(12, '0')}`,
 }));
