@@ -66,12 +66,20 @@ function removeFrom(map: Map<string, Set<string>>, key: string, id: string): voi
  * reloads: that is how rolled-back changes leave the index. SQLite serialises write transactions,
  * so in steady state nothing is reloaded. Policies the change feed reports as written (by this
  * process or, later, another) are read again by the next transaction that uses the index.
+ *
+ * One transaction may carry several writes (the kernel's group commit), each in a savepoint that is
+ * rolled back alone when the write fails, the transaction going on. So the policies the last write
+ * changed (`touched`, by `writer`) are read again, from the transaction, by the next write that uses
+ * the index: a rolled-back change leaves it there, and a kept one is read back as it is.
  */
 class PolicyIndex {
   loaded = false;
   owner: Tx | undefined;
   /** Policies written since they were last read, by collection: read again before the next use. */
   readonly stale = new Map<PolicyCollection, Set<string>>();
+  /** The write that changed the policies in `touched`. */
+  writer: LinkContext | undefined;
+  readonly touched = new Map<PolicyCollection, Set<string>>();
   private readonly policies = new Map<PolicyCollection, Map<string, IndexedPolicy>>();
   private readonly lists = new Map<RoleListSpec, ListIndex>();
 
@@ -90,6 +98,8 @@ class PolicyIndex {
     this.loaded = false;
     this.clear();
     this.stale.clear();
+    this.touched.clear();
+    this.writer = undefined;
     for (const spec of Object.values(POLICY_SPECS)) {
       const rows = await ex
         .selectFrom(spec.table)
@@ -98,6 +108,14 @@ class PolicyIndex {
       for (const row of rows) this.put(spec.collection, String(row.id), this.fromRow(spec, row));
     }
     this.loaded = true;
+  }
+
+  /** Marks the policies another write changed stale (see the class comment). */
+  settle(ctx: LinkContext): void {
+    if (this.writer === undefined || this.writer === ctx) return;
+    for (const [collection, ids] of this.touched) for (const id of ids) markStale(this.stale, collection, id);
+    this.touched.clear();
+    this.writer = undefined;
   }
 
   /** Reads the stale policies again (a policy gone is removed). */
@@ -172,6 +190,12 @@ class PolicyIndex {
   }
 }
 
+function markStale(stale: Map<PolicyCollection, Set<string>>, collection: PolicyCollection, id: string): void {
+  let ids = stale.get(collection);
+  if (!ids) stale.set(collection, (ids = new Set()));
+  ids.add(id);
+}
+
 function claim(index: PolicyIndex, ctx: LinkContext): void {
   if (index.owner === ctx.tx) return;
   const tx = ctx.tx;
@@ -181,6 +205,14 @@ function claim(index: PolicyIndex, ctx: LinkContext): void {
     // Another transaction reloaded it meanwhile, possibly without these writes: start over.
     else index.loaded = false;
   });
+}
+
+/** Sets (or removes) one policy in the index as the write `ctx` sees it. */
+function change(index: PolicyIndex, ctx: LinkContext, collection: PolicyCollection, id: string, policy: Entity | undefined): void {
+  claim(index, ctx);
+  index.writer = ctx;
+  markStale(index.touched, collection, id);
+  index.put(collection, id, policy);
 }
 
 // ---- store helpers -----------------------------------------------------------------------------
@@ -315,9 +347,7 @@ export class PolicyLinks implements Cache {
   onChange(change: Change): void {
     const collection = change.collection;
     if (!isPolicyCollection(collection)) return;
-    let ids = this.index.stale.get(collection);
-    if (!ids) this.index.stale.set(collection, (ids = new Set()));
-    ids.add(change.id);
+    markStale(this.index.stale, collection, change.id);
   }
 
   reset(): void {
@@ -331,7 +361,10 @@ export class PolicyLinks implements Cache {
       // What this transaction sees may include its own uncommitted writes, so the result is its own.
       claim(index, ctx);
       await index.load(ctx.tx);
-    } else if (index.stale.size > 0) {
+      return index;
+    }
+    index.settle(ctx);
+    if (index.stale.size > 0) {
       claim(index, ctx);
       await index.refresh(ctx.tx);
     }
@@ -346,8 +379,7 @@ export class PolicyLinks implements Cache {
     const began = performance.now();
     const spec = policySpecOf(collection);
     const index = await this.indexFor(ctx);
-    claim(index, ctx);
-    index.put(collection, policy.id, policy);
+    change(index, ctx, collection, policy.id, policy);
     const semantic = String(policy.semantic);
     for (const l of spec.lists) {
       const want = await entitiesMatching(ctx.tx, l.kind, semantic, parseRoles(policy[l.field] as string[] | null));
@@ -363,8 +395,7 @@ export class PolicyLinks implements Cache {
    */
   async forgetPolicy(ctx: LinkContext, collection: PolicyCollection, policyId: string): Promise<void> {
     const index = await this.indexFor(ctx);
-    claim(index, ctx);
-    index.put(collection, policyId, undefined);
+    change(index, ctx, collection, policyId, undefined);
   }
 
   /**
@@ -387,8 +418,7 @@ export class PolicyLinks implements Cache {
         const present = await existingIds(ctx.tx, policySpecOf(l.collection).table, added);
         for (const p of added) {
           if (present.has(p)) continue;
-          claim(index, ctx);
-          index.put(l.collection, p, undefined);
+          change(index, ctx, l.collection, p, undefined);
           want.delete(p);
         }
       }
