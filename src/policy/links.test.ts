@@ -5,7 +5,6 @@
 // transaction, one of them rolled back to its savepoint; a whole transaction rolled back; another
 // transaction's reload; the change feed; a reset); statements over more values than one chunk.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CacheRegistry } from '../kernel/caches.js';
 import { Kernel, type WriteContext } from '../kernel/kernel.js';
 import { DEFAULT_AUTH_POLICY_ID, DEFAULT_PRIMARY, DEFAULT_SECONDARY } from '../resources/auth-policies.js';
 import type { ResourceName } from '../resources/index.js';
@@ -69,9 +68,9 @@ beforeEach(async () => {
   await store.migrate(migrations);
   kernel = new Kernel({ store, clock: () => Date.parse(NOW) });
   observed = [];
+  // Not told of the change feed (as the controller's cache registry would have it): the tests below
+  // tell it what they mean it to know.
   links = new PolicyLinks(store.dialect, (trigger, seconds) => observed.push({ trigger, seconds }));
-  // The links follow the change feed, as the controller's cache registry has them do.
-  new CacheRegistry(kernel.changes).register(links);
   await kernel.write(async (ctx) => {
     await ctx.insert('auth-policies', { ...BASE, id: DEFAULT_AUTH_POLICY_ID, name: 'Default', isSystem: true, primary: DEFAULT_PRIMARY, secondary: DEFAULT_SECONDARY });
     await ctx.insert('posture-check-types', { ...BASE, id: 'MFA', name: 'MFA', operatingSystems: [] });
@@ -490,6 +489,8 @@ describe('the policy index', () => {
       await addEntity(ctx, 'service', 's', ['web']);
       await putPolicy(ctx, SP, 'p', 'AnyOf', { identityRoles: ['#a'], serviceRoles: ['#web'] });
     });
+    // A write that changes no policy, after which the index has nothing to read again of its own.
+    await write(add('identity', 'bystander'));
   });
 
   it('follows a policy changed elsewhere once the change feed reports it', async () => {
@@ -600,5 +601,223 @@ describe('the policy index', () => {
     await setRolesBehindTheBack(SP, 'p', { identityRoles: ['#b'] });
     await write(attrs('identity', 'i', ['b']));
     expect(await dial('i')).toEqual(['s']);
+  });
+});
+
+// ---- what the index reads, and what is written ------------------------------------------------------
+
+const POLICY_TABLES = new Set(Object.values(POLICY_TABLE));
+const VERBS = new Map([
+  ['selectFrom', 'select'],
+  ['insertInto', 'insert'],
+  ['deleteFrom', 'delete'],
+  ['updateTable', 'update'],
+]);
+
+/**
+ * Runs fn in a transaction of its own, with the after-commit work run once it commits (or dropped
+ * when it throws), and answers its statements as `verb table`.
+ */
+async function statements(fn: (ctx: LinkContext) => Promise<void>): Promise<string[]> {
+  const log: string[] = [];
+  const after: (() => void)[] = [];
+  await store.transaction(async (tx) => {
+    const watched = new Proxy(tx, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (typeof value !== 'function') return value;
+        const verb = typeof prop === 'string' ? VERBS.get(prop) : undefined;
+        if (verb === undefined) return value.bind(target);
+        return (table: string) => {
+          log.push(`${verb} ${table.split(' ')[0]}`);
+          return value.call(target, table);
+        };
+      },
+    });
+    await fn({ tx: watched, afterCommit: (f) => after.push(f) });
+  });
+  for (const f of after) f();
+  return log;
+}
+
+/** The policy tables a transaction read, sorted. */
+async function policyReads(fn: (ctx: LinkContext) => Promise<void>): Promise<string[]> {
+  const log = await statements(fn);
+  return log.filter((s) => s.startsWith('select ') && POLICY_TABLES.has(s.slice('select '.length))).sort();
+}
+
+const LOAD = ['select edge_router_policies', 'select service_edge_router_policies', 'select service_policies'];
+
+describe('what the policy index reads', () => {
+  let fresh: PolicyLinks;
+  /** A write of an identity's role attributes. */
+  const identity = (id: string, attributes: string[] | null) => async (ctx: LinkContext) => {
+    await kernel.repo('identities').update(ctx.tx, id, { roleAttributes: attributes ?? [] });
+    await fresh.refreshEntityLinks(ctx, 'identity', { ...entity('identity', id, []), roleAttributes: attributes });
+  };
+  /** A write of a policy, as the domain makes it. */
+  const changePolicy = (collection: PolicyCollection, id: string, roles: Roles) => async (ctx: LinkContext) => {
+    const p = policy(collection, id, 'AnyOf', roles);
+    await kernel.repo(collection).update(ctx.tx, id, p);
+    await fresh.refreshPolicyLinks(ctx, collection, p);
+  };
+
+  beforeEach(async () => {
+    await write(async (ctx) => {
+      for (const id of ['i', 'j']) await addEntity(ctx, 'identity', id);
+      await addEntity(ctx, 'service', 's', ['web']);
+      await putPolicy(ctx, SP, 'p', 'AnyOf', { identityRoles: ['#a', '#b'], serviceRoles: ['#web'] });
+      await putPolicy(ctx, SP, 'p2', 'AnyOf', { identityRoles: ['#c'], serviceRoles: ['#web'] });
+      await putPolicy(ctx, ERP, 'q', 'AnyOf', { identityRoles: ['#q'] });
+    });
+    // As a controller starting over this store has it: not loaded yet, and told of no metrics.
+    fresh = new PolicyLinks(store.dialect);
+  });
+
+  it('is the cache named policy-index', () => {
+    expect(fresh.name).toBe('policy-index');
+  });
+
+  it('loads every policy at the first write, then reads only to check policies newly linked', async () => {
+    // The first write loads the index; i newly joins p, whose row is checked.
+    expect(await policyReads(identity('i', ['a']))).toEqual([...LOAD, 'select service_policies'].sort());
+    // An AnyOf policy as loaded from the store: one of its attributes is enough.
+    expect(await dial('i')).toEqual(['s']);
+    expect(await policyReads(identity('j', ['b']))).toEqual(['select service_policies']);
+    expect(await dial('j')).toEqual(['s']);
+    // Still linked to p, to nothing new: nothing read.
+    expect(await policyReads(identity('i', ['a', 'x']))).toEqual([]);
+  });
+
+  it('writes only the differences', async () => {
+    await statements(identity('i', ['a']));
+    expect(await statements(identity('i', ['a', 'x']))).toEqual([
+      'update identities',
+      'delete role_attribute_index',
+      'insert role_attribute_index',
+      'select service_policy_identities',
+      'select edge_router_policy_identities',
+    ]);
+    const unchanged = await statements(async (ctx) => {
+      await fresh.refreshPolicyLinks(ctx, SP, policy(SP, 'p', 'AnyOf', { identityRoles: ['#a', '#b'], serviceRoles: ['#web'] }));
+    });
+    // Each list's selection and links read; a list without attributes needs no index read.
+    expect(unchanged).toEqual([
+      'select role_attribute_index',
+      'select service_policy_identities',
+      'select role_attribute_index',
+      'select service_policy_services',
+      'select service_policy_posture_checks',
+    ]);
+  });
+
+  it('an entity written without role attributes has none indexed', async () => {
+    await statements(identity('i', null));
+    expect((await attributeIndex()).filter((line) => line.endsWith(' i'))).toEqual([]);
+  });
+
+  it('reads again, by id and once, the policies the change feed reports', async () => {
+    await statements(identity('i', []));
+    await setRolesBehindTheBack(SP, 'p', { identityRoles: ['#x'] });
+    await setRolesBehindTheBack(SP, 'p2', { identityRoles: ['#y'] });
+    fresh.onChange({ collection: SP, kind: 'update', id: 'p' });
+    fresh.onChange({ collection: SP, kind: 'update', id: 'p2' });
+    // Not a policy: nothing to read again.
+    fresh.onChange({ collection: 'identities', kind: 'update', id: 'i' });
+    // One read of both, and one to check the two policies newly linked.
+    expect(await policyReads(identity('i', ['x', 'y']))).toEqual(['select service_policies', 'select service_policies']);
+    expect([await linked(SP, 'p', 'identityRoles'), await linked(SP, 'p2', 'identityRoles')]).toEqual([['i'], ['i']]);
+    expect(await policyReads(identity('j', []))).toEqual([]);
+  });
+
+  it('is loaded again, once, after a reset, without what was pending before', async () => {
+    await statements(changePolicy(SP, 'p', { identityRoles: ['#a'], serviceRoles: ['#web'] }));
+    fresh.onChange({ collection: SP, kind: 'update', id: 'p2' });
+    fresh.reset();
+    expect(await policyReads(identity('i', []))).toEqual(LOAD);
+    expect(await policyReads(changePolicy(ERP, 'q', { identityRoles: ['#r'] }))).toEqual([]);
+    // What the write before read again: q alone.
+    expect(await policyReads(identity('j', []))).toEqual(['select edge_router_policies']);
+    expect(await policyReads(identity('j', []))).toEqual([]);
+  });
+
+  it('a reload forgets a policy gone from the store', async () => {
+    await statements(identity('i', []));
+    await store.db.deleteFrom('service_policies').where('id', '=', 'p').execute();
+    fresh.reset();
+    expect(await policyReads(identity('i', ['a']))).toEqual(LOAD);
+  });
+
+  it("a write's own changes: nothing more to read in its transaction; the next reads again what it changed, once", async () => {
+    await statements(identity('i', []));
+    expect(
+      await policyReads(async (ctx) => {
+        await changePolicy(SP, 'p', { identityRoles: ['#d'], serviceRoles: ['#web'] })(ctx);
+        await changePolicy(ERP, 'q', { identityRoles: ['#d'] })(ctx);
+        await identity('i', ['d'])(ctx);
+      }),
+    ).toEqual(['select edge_router_policies', 'select service_policies']);
+    expect(await dial('i')).toEqual(['s']);
+    expect(await policyReads(identity('j', []))).toEqual(['select edge_router_policies', 'select service_policies']);
+    expect(await policyReads(identity('j', []))).toEqual([]);
+  });
+
+  it('what is read again is what the last write changed', async () => {
+    await statements(identity('i', []));
+    await statements(changePolicy(SP, 'p', { identityRoles: ['#a'], serviceRoles: ['#web'] }));
+    expect(await policyReads(changePolicy(ERP, 'q', { identityRoles: ['#r'] }))).toEqual(['select service_policies']);
+    expect(await policyReads(identity('j', []))).toEqual(['select edge_router_policies']);
+  });
+
+  it('a transaction rolled back makes the next one load the index again', async () => {
+    await statements(identity('i', []));
+    await expect(
+      statements(async (ctx) => {
+        await changePolicy(SP, 'p', { identityRoles: ['#x'], serviceRoles: ['#web'] })(ctx);
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect(await policyReads(identity('i', ['x']))).toEqual(LOAD);
+    expect(await dial('i')).toEqual([]);
+  });
+
+  it('a transaction rolled back that changed no policy costs the next one nothing', async () => {
+    await statements(identity('i', []));
+    await expect(
+      statements(async (ctx) => {
+        await identity('i', ['a'])(ctx);
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect(await policyReads(identity('j', []))).toEqual([]);
+  });
+
+  it('forgets a deleted policy at once: the same write reads nothing to leave it out', async () => {
+    await write(async (ctx) => {
+      await putPolicy(ctx, ERP, 'everyone', 'AnyOf', { identityRoles: ['#all'] });
+      await putPolicy(ctx, ERP, 'just-j', 'AnyOf', { identityRoles: ['@j'] });
+    });
+    await statements(identity('i', []));
+    expect(
+      await policyReads(async (ctx) => {
+        for (const [collection, id] of [[SP, 'p'], [ERP, 'everyone'], [ERP, 'just-j']] as const) {
+          await kernel.repo(collection).delete(ctx.tx, id);
+          await fresh.forgetPolicy(ctx, collection, id);
+        }
+        await identity('i', ['a'])(ctx);
+        await identity('j', ['b'])(ctx);
+      }),
+    ).toEqual([]);
+    expect([await dial('i'), await routersOf('j')]).toEqual([[], []]);
+  });
+
+  it('a policy row removed without being forgotten is found gone once, then left out of the index', async () => {
+    await statements(identity('i', []));
+    await store.db.deleteFrom('service_policies').where('id', '=', 'p').execute();
+    expect(await policyReads(identity('i', ['a']))).toEqual(['select service_policies']);
+    // The next write reads again what that one changed in the index (it may have been rolled back).
+    expect(await policyReads(identity('j', ['a']))).toEqual(['select service_policies']);
+    expect(await policyReads(identity('j', ['b']))).toEqual([]);
+    expect(await store.db.selectFrom('service_policy_identities').selectAll().execute()).toEqual([]);
   });
 });

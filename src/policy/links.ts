@@ -52,6 +52,8 @@ function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
 
 function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
   const set = map.get(key);
+  // Stryker: put() removes only the keys it added, so the set is always there; and an empty set left
+  // behind selects no candidate, so deleting it only bounds memory.
   if (!set) return;
   set.delete(id);
   if (set.size === 0) map.delete(key);
@@ -83,6 +85,7 @@ class PolicyIndex {
   private readonly policies = new Map<PolicyCollection, Map<string, IndexedPolicy>>();
   private readonly lists = new Map<RoleListSpec, ListIndex>();
 
+  // Stryker: nothing reads the maps before load(), which clears them again.
   constructor(private readonly dialect: Dialect) {
     this.clear();
   }
@@ -95,6 +98,8 @@ class PolicyIndex {
   }
 
   async load(ex: Executor): Promise<void> {
+    // Stryker: a load that fails leaves the index claimed by a transaction that never commits, so the
+    // next one reloads it whatever `loaded` says.
     this.loaded = false;
     this.clear();
     this.stale.clear();
@@ -112,6 +117,7 @@ class PolicyIndex {
 
   /** Marks the policies another write changed stale (see the class comment). */
   settle(ctx: LinkContext): void {
+    // Stryker: without a writer nothing is touched (both are set and cleared together).
     if (this.writer === undefined || this.writer === ctx) return;
     for (const [collection, ids] of this.touched) for (const id of ids) markStale(this.stale, collection, id);
     this.touched.clear();
@@ -154,11 +160,13 @@ class PolicyIndex {
       for (const l of spec.lists) {
         const roles = old.lists[l.field];
         const index = this.lists.get(l)!;
+        // Stryker: put() sets every list of the policy's kind, so `roles` is always there.
         if (!roles) continue;
         index.all.delete(id);
         for (const a of roles.attributes) removeFrom(index.byAttribute, a, id);
         for (const e of roles.ids) removeFrom(index.byId, e, id);
       }
+      // Stryker: a policy left here, in no list's sets, is never a candidate, so it is never looked at.
       byId.delete(id);
     }
     if (!policy) return;
@@ -167,6 +175,7 @@ class PolicyIndex {
       const roles = parseRoles(policy[l.field] as string[] | null | undefined);
       entry.lists[l.field] = roles;
       const index = this.lists.get(l)!;
+      // Stryker: the candidates only narrow what matchesParsed decides; more of them select no more.
       if (roles.all) index.all.add(id);
       for (const a of roles.attributes) addTo(index.byAttribute, a, id);
       for (const e of roles.ids) addTo(index.byId, e, id);
@@ -209,6 +218,8 @@ function claim(index: PolicyIndex, ctx: LinkContext): void {
 
 /** Sets (or removes) one policy in the index as the write `ctx` sees it. */
 function change(index: PolicyIndex, ctx: LinkContext, collection: PolicyCollection, id: string, policy: Entity | undefined): void {
+  // Stryker: with transactions one after another (SQLite), the next write reads again what this one
+  // touched whether or not it claimed the index; the claim keeps transactions that run at once apart.
   claim(index, ctx);
   index.writer = ctx;
   markStale(index.touched, collection, id);
@@ -262,6 +273,7 @@ async function syncRows(
   for (const part of chunks(remove)) {
     await tx.deleteFrom(table).where(fixedColumn, '=', fixed).where(otherColumn, 'in', part).execute();
   }
+  // Stryker: any chunk size under SQLite's bound on parameters writes the same rows.
   for (const part of chunks(add, CHUNK / 2)) {
     await tx
       .insertInto(table)
@@ -291,6 +303,7 @@ export async function entitiesMatching(
     .where('kind', '=', kind)
     .where('attribute', 'in', attributes)
     .execute();
+  // Stryker: with one attribute, counting to one selects the same entities; the test only saves the map.
   if (semantic === 'AnyOf' || attributes.length === 1) {
     for (const r of rows) out.add(String(r.entity_id));
     return out;
@@ -313,6 +326,7 @@ export async function entitiesMatching(
  */
 async function syncAttributeIndex(tx: Tx, kind: RoleKind, entityId: string, attributes: readonly string[]): Promise<void> {
   await tx.deleteFrom('role_attribute_index').where('kind', '=', kind).where('entity_id', '=', entityId).execute();
+  // Stryker: any chunk size under SQLite's bound on parameters writes the same rows.
   for (const part of chunks(attributes, CHUNK / 3)) {
     await tx
       .insertInto('role_attribute_index')
@@ -365,6 +379,8 @@ export class PolicyLinks implements Cache {
     }
     index.settle(ctx);
     if (index.stale.size > 0) {
+      // Stryker: a stale policy this transaction has not changed reads as committed; one it has changed,
+      // change() claimed for. The claim matters to transactions that run at once, as in change().
       claim(index, ctx);
       await index.refresh(ctx.tx);
     }
@@ -408,10 +424,12 @@ export class PolicyLinks implements Cache {
     await syncAttributeIndex(ctx.tx, kind, entity.id, [...attributes]);
 
     const index = await this.indexFor(ctx);
+    // Stryker: every role kind has lists (relations derive the kinds from them); `?? []` is a guard.
     for (const l of LISTS_OF_KIND[kind] ?? []) {
       const want = index.matching(l, entity.id, attributes);
       const current = await column(ctx.tx, l.linkTable, 'policy_id', l.linkColumn, entity.id);
       const added = difference(want, current);
+      // Stryker: existingIds of no ids reads nothing, so the test only skips an empty loop.
       if (added.length > 0) {
         // Guards against a policy row removed without forgetPolicy: it must not be linked (nor fail
         // the write on its foreign key), and the index drops it.
