@@ -52,6 +52,8 @@ function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
 
 function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
   const set = map.get(key);
+  // Stryker: put() removes only the keys it added, so the set is always there; and an empty set left
+  // behind selects no candidate, so deleting it only bounds memory.
   if (!set) return;
   set.delete(id);
   if (set.size === 0) map.delete(key);
@@ -66,15 +68,24 @@ function removeFrom(map: Map<string, Set<string>>, key: string, id: string): voi
  * reloads: that is how rolled-back changes leave the index. SQLite serialises write transactions,
  * so in steady state nothing is reloaded. Policies the change feed reports as written (by this
  * process or, later, another) are read again by the next transaction that uses the index.
+ *
+ * One transaction may carry several writes (the kernel's group commit), each in a savepoint that is
+ * rolled back alone when the write fails, the transaction going on. So the policies the last write
+ * changed (`touched`, by `writer`) are read again, from the transaction, by the next write that uses
+ * the index: a rolled-back change leaves it there, and a kept one is read back as it is.
  */
 class PolicyIndex {
   loaded = false;
   owner: Tx | undefined;
   /** Policies written since they were last read, by collection: read again before the next use. */
   readonly stale = new Map<PolicyCollection, Set<string>>();
+  /** The write that changed the policies in `touched`. */
+  writer: LinkContext | undefined;
+  readonly touched = new Map<PolicyCollection, Set<string>>();
   private readonly policies = new Map<PolicyCollection, Map<string, IndexedPolicy>>();
   private readonly lists = new Map<RoleListSpec, ListIndex>();
 
+  // Stryker: nothing reads the maps before load(), which clears them again.
   constructor(private readonly dialect: Dialect) {
     this.clear();
   }
@@ -87,9 +98,13 @@ class PolicyIndex {
   }
 
   async load(ex: Executor): Promise<void> {
+    // Stryker: a load that fails leaves the index claimed by a transaction that never commits, so the
+    // next one reloads it whatever `loaded` says.
     this.loaded = false;
     this.clear();
     this.stale.clear();
+    this.touched.clear();
+    this.writer = undefined;
     for (const spec of Object.values(POLICY_SPECS)) {
       const rows = await ex
         .selectFrom(spec.table)
@@ -98,6 +113,15 @@ class PolicyIndex {
       for (const row of rows) this.put(spec.collection, String(row.id), this.fromRow(spec, row));
     }
     this.loaded = true;
+  }
+
+  /** Marks the policies another write changed stale (see the class comment). */
+  settle(ctx: LinkContext): void {
+    // Stryker: without a writer nothing is touched (both are set and cleared together).
+    if (this.writer === undefined || this.writer === ctx) return;
+    for (const [collection, ids] of this.touched) for (const id of ids) markStale(this.stale, collection, id);
+    this.touched.clear();
+    this.writer = undefined;
   }
 
   /** Reads the stale policies again (a policy gone is removed). */
@@ -136,11 +160,13 @@ class PolicyIndex {
       for (const l of spec.lists) {
         const roles = old.lists[l.field];
         const index = this.lists.get(l)!;
+        // Stryker: put() sets every list of the policy's kind, so `roles` is always there.
         if (!roles) continue;
         index.all.delete(id);
         for (const a of roles.attributes) removeFrom(index.byAttribute, a, id);
         for (const e of roles.ids) removeFrom(index.byId, e, id);
       }
+      // Stryker: a policy left here, in no list's sets, is never a candidate, so it is never looked at.
       byId.delete(id);
     }
     if (!policy) return;
@@ -149,6 +175,7 @@ class PolicyIndex {
       const roles = parseRoles(policy[l.field] as string[] | null | undefined);
       entry.lists[l.field] = roles;
       const index = this.lists.get(l)!;
+      // Stryker: the candidates only narrow what matchesParsed decides; more of them select no more.
       if (roles.all) index.all.add(id);
       for (const a of roles.attributes) addTo(index.byAttribute, a, id);
       for (const e of roles.ids) addTo(index.byId, e, id);
@@ -172,6 +199,12 @@ class PolicyIndex {
   }
 }
 
+function markStale(stale: Map<PolicyCollection, Set<string>>, collection: PolicyCollection, id: string): void {
+  let ids = stale.get(collection);
+  if (!ids) stale.set(collection, (ids = new Set()));
+  ids.add(id);
+}
+
 function claim(index: PolicyIndex, ctx: LinkContext): void {
   if (index.owner === ctx.tx) return;
   const tx = ctx.tx;
@@ -181,6 +214,16 @@ function claim(index: PolicyIndex, ctx: LinkContext): void {
     // Another transaction reloaded it meanwhile, possibly without these writes: start over.
     else index.loaded = false;
   });
+}
+
+/** Sets (or removes) one policy in the index as the write `ctx` sees it. */
+function change(index: PolicyIndex, ctx: LinkContext, collection: PolicyCollection, id: string, policy: Entity | undefined): void {
+  // Stryker: with transactions one after another (SQLite), the next write reads again what this one
+  // touched whether or not it claimed the index; the claim keeps transactions that run at once apart.
+  claim(index, ctx);
+  index.writer = ctx;
+  markStale(index.touched, collection, id);
+  index.put(collection, id, policy);
 }
 
 // ---- store helpers -----------------------------------------------------------------------------
@@ -230,6 +273,7 @@ async function syncRows(
   for (const part of chunks(remove)) {
     await tx.deleteFrom(table).where(fixedColumn, '=', fixed).where(otherColumn, 'in', part).execute();
   }
+  // Stryker: any chunk size under SQLite's bound on parameters writes the same rows.
   for (const part of chunks(add, CHUNK / 2)) {
     await tx
       .insertInto(table)
@@ -259,6 +303,7 @@ export async function entitiesMatching(
     .where('kind', '=', kind)
     .where('attribute', 'in', attributes)
     .execute();
+  // Stryker: with one attribute, counting to one selects the same entities; the test only saves the map.
   if (semantic === 'AnyOf' || attributes.length === 1) {
     for (const r of rows) out.add(String(r.entity_id));
     return out;
@@ -281,6 +326,7 @@ export async function entitiesMatching(
  */
 async function syncAttributeIndex(tx: Tx, kind: RoleKind, entityId: string, attributes: readonly string[]): Promise<void> {
   await tx.deleteFrom('role_attribute_index').where('kind', '=', kind).where('entity_id', '=', entityId).execute();
+  // Stryker: any chunk size under SQLite's bound on parameters writes the same rows.
   for (const part of chunks(attributes, CHUNK / 3)) {
     await tx
       .insertInto('role_attribute_index')
@@ -315,9 +361,7 @@ export class PolicyLinks implements Cache {
   onChange(change: Change): void {
     const collection = change.collection;
     if (!isPolicyCollection(collection)) return;
-    let ids = this.index.stale.get(collection);
-    if (!ids) this.index.stale.set(collection, (ids = new Set()));
-    ids.add(change.id);
+    markStale(this.index.stale, collection, change.id);
   }
 
   reset(): void {
@@ -331,7 +375,12 @@ export class PolicyLinks implements Cache {
       // What this transaction sees may include its own uncommitted writes, so the result is its own.
       claim(index, ctx);
       await index.load(ctx.tx);
-    } else if (index.stale.size > 0) {
+      return index;
+    }
+    index.settle(ctx);
+    if (index.stale.size > 0) {
+      // Stryker: a stale policy this transaction has not changed reads as committed; one it has changed,
+      // change() claimed for. The claim matters to transactions that run at once, as in change().
       claim(index, ctx);
       await index.refresh(ctx.tx);
     }
@@ -346,8 +395,7 @@ export class PolicyLinks implements Cache {
     const began = performance.now();
     const spec = policySpecOf(collection);
     const index = await this.indexFor(ctx);
-    claim(index, ctx);
-    index.put(collection, policy.id, policy);
+    change(index, ctx, collection, policy.id, policy);
     const semantic = String(policy.semantic);
     for (const l of spec.lists) {
       const want = await entitiesMatching(ctx.tx, l.kind, semantic, parseRoles(policy[l.field] as string[] | null));
@@ -363,8 +411,7 @@ export class PolicyLinks implements Cache {
    */
   async forgetPolicy(ctx: LinkContext, collection: PolicyCollection, policyId: string): Promise<void> {
     const index = await this.indexFor(ctx);
-    claim(index, ctx);
-    index.put(collection, policyId, undefined);
+    change(index, ctx, collection, policyId, undefined);
   }
 
   /**
@@ -377,18 +424,19 @@ export class PolicyLinks implements Cache {
     await syncAttributeIndex(ctx.tx, kind, entity.id, [...attributes]);
 
     const index = await this.indexFor(ctx);
+    // Stryker: every role kind has lists (relations derive the kinds from them); `?? []` is a guard.
     for (const l of LISTS_OF_KIND[kind] ?? []) {
       const want = index.matching(l, entity.id, attributes);
       const current = await column(ctx.tx, l.linkTable, 'policy_id', l.linkColumn, entity.id);
       const added = difference(want, current);
+      // Stryker: existingIds of no ids reads nothing, so the test only skips an empty loop.
       if (added.length > 0) {
         // Guards against a policy row removed without forgetPolicy: it must not be linked (nor fail
         // the write on its foreign key), and the index drops it.
         const present = await existingIds(ctx.tx, policySpecOf(l.collection).table, added);
         for (const p of added) {
           if (present.has(p)) continue;
-          claim(index, ctx);
-          index.put(l.collection, p, undefined);
+          change(index, ctx, l.collection, p, undefined);
           want.delete(p);
         }
       }

@@ -427,6 +427,15 @@ describe('parseFilter: bounds', () => {
     expect(position(err)).toBe(MAX_PREDICATES * 'isEmpty(roleAttributes) or '.length + 1);
   });
 
+  it('counts true and false as conditions', () => {
+    const chain = (n: number) => Array.from({ length: n }, (_, i) => (i % 2 === 0 ? 'true' : 'false')).join(' or ');
+    expect((parseFilter(chain(MAX_PREDICATES)).where as { operands: unknown[] }).operands).toHaveLength(MAX_PREDICATES);
+    const text = chain(MAX_PREDICATES + 1);
+    const err = apiError(() => parseFilter(text));
+    expect(err.message).toContain(`filter has too many conditions (at most ${MAX_PREDICATES})`);
+    expect(position(err)).toBe(text.lastIndexOf(' or ') + ' or '.length + 1);
+  });
+
   it(`accepts ${MAX_VALUES} literal values and refuses one more`, () => {
     // Lists of at most MAX_ARRAY_ITEMS items, so only the total of values is over a bound.
     const lists = (n: number) => {
