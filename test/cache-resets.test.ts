@@ -4,6 +4,7 @@
 // (caches.resetAll()) at random points — before requests, and while they run. Ids are made
 // deterministic here so that two runs answer byte for byte alike (tokens aside, which are random).
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type * as Ids from '../src/ids.js';
 import {
   ADMIN_ENV,
   ADMIN_PASSWORD,
@@ -21,7 +22,7 @@ import { bearer, decodeJwt, oidcLogin, postToken } from './oidc-helpers.js';
 const ids = vi.hoisted(() => ({ next: 0 }));
 // Ids in order; tokens stay random (their values are labelled).
 vi.mock('../src/ids.js', async (importOriginal) => ({
-  ...(await importOriginal<typeof import('../src/ids.js')>()),
+  ...(await importOriginal<typeof Ids>()),
   newId: () => `id${String(++ids.next).padStart(9, '0')}`,
   newUuid: () => `00000000-0000-4000-8000-${String(++ids.next).padStart(12, '0')}`,
 }));
