@@ -97,6 +97,10 @@ describe('issuers', () => {
     expect(issuers.accepts('http://ctrl.example.com:1280/oidc')).toBe(false);
     expect(issuers.accepts('https://ctrl.example.com:1280/oidc/')).toBe(false);
     expect(issuers.accepts('https://evil.example.com:1280/oidc')).toBe(false);
+    // Only a string: what would read as a trusted issuer once turned into text is not one.
+    expect(issuers.accepts(['https://ctrl.example.com:1280/oidc'])).toBe(false);
+    expect(issuers.accepts({ toString: () => 'https://ctrl.example.com:1280/oidc' })).toBe(false);
+    expect(issuers.accepts(`https://${'a'.repeat(400)}/oidc`)).toBe(false);
     expect(issuers.accepts('https://x@ctrl.example.com:1280/oidc')).toBe(false);
     expect(issuers.accepts(42)).toBe(false);
     expect(issuers.accepts('xhttps://ctrl.example.com:1280/oidc')).toBe(false);
@@ -105,6 +109,10 @@ describe('issuers', () => {
     expect(issuers.accepts('https://ctrl.example.com:1280/oidc')).toBe(true);
     issuers.reset();
     expect(issuers.accepts('https://evil.example.com:1280/oidc')).toBe(false);
+    // Only a string: what would read as a trusted issuer once turned into text is not one.
+    expect(issuers.accepts(['https://ctrl.example.com:1280/oidc'])).toBe(false);
+    expect(issuers.accepts({ toString: () => 'https://ctrl.example.com:1280/oidc' })).toBe(false);
+    expect(issuers.accepts(`https://${'a'.repeat(400)}/oidc`)).toBe(false);
     expect(issuers.name).toBe('oidc-issuers');
   });
   it('read a Host as a URL authority: an IPv6 literal without a port, no bad port', () => {
