@@ -528,8 +528,8 @@ describe('the signers read', () => {
     expect((await v.verify(await token())).subject).toBe('identity-1');
   });
 
-  it('does not keep a read that a change overtook, nor let it end a newer read', async () => {
-    const gate = new Gate();
+  /** A verifier whose signer reads take the records of their start and wait at the gate. */
+  function gatedVerifier(gate: Gate): { v: ExternalJwtSigners; loads: () => number } {
     let loads = 0;
     const v = verifier({
       loadSigners: async () => {
@@ -539,6 +539,12 @@ describe('the signers read', () => {
         return read;
       },
     });
+    return { v, loads: () => loads };
+  }
+
+  it('does not keep a read that a change overtook, nor let it end a newer read', async () => {
+    const gate = new Gate();
+    const { v, loads } = gatedVerifier(gate);
     gate.hold = true;
     const first = v.verify(await token());
     await until(() => gate.queued === 1);
@@ -550,11 +556,11 @@ describe('the signers read', () => {
     await first;
     // The second read is still under way: a third verification shares it.
     const third = v.verify(await token({ claims: { jti: '3' } }));
-    await until(() => loads >= 2);
+    await until(() => loads() >= 2);
     gate.release();
     expect((await refusal(second)).message).toContain('is disabled');
     expect((await refusal(third)).message).toContain('is disabled');
-    expect(loads).toBe(2);
+    expect(loads()).toBe(2);
   });
 
   it.each([
@@ -562,13 +568,7 @@ describe('the signers read', () => {
     ['a reset, then a change', (v: ExternalJwtSigners) => (v.reset(), v.onChange(signerChange('signer-1')))],
   ])('does not keep a read overtaken by %s', async (_what, overtake) => {
     const gate = new Gate();
-    const v = verifier({
-      loadSigners: async () => {
-        const read = records;
-        await gate.pass();
-        return read;
-      },
-    });
+    const { v } = gatedVerifier(gate);
     gate.hold = true;
     const first = v.verify(await token());
     await until(() => gate.queued === 1);
