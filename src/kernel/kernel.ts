@@ -3,9 +3,9 @@
 // helpers record it themselves; other writes call `changed`), and once the transaction has
 // committed the change feed delivers them — the write resolves after every listener has handled
 // them and its commit is on disk (changes.ts: buffered in process now; an outbox read by sequence
-// on PostgreSQL later). A
-// write that throws rolls back and announces nothing. Below everything that has behaviour
-// (domain, auth, oidc, policy): it knows the store, the resource definitions and the feed, nothing else.
+// on PostgreSQL later). A write that throws rolls back and announces nothing. Below everything that
+// has behaviour (domain, auth, oidc, policy): it knows the store, the resource definitions and the
+// feed, nothing else.
 //
 // A write started while a request is handled carries that request as its origin (an async context
 // the HTTP layer enters once per request): its resource changes are then recorded in the audit trail

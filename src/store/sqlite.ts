@@ -1,5 +1,6 @@
-// The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and every commit
-// on disk before it returns, so that an acknowledged write survives a crash. The database file is
+// The embedded store: SQLite through better-sqlite3, WAL journal, foreign keys on, and `durable()`
+// to tell when commits are on disk, so that no write is acknowledged before it would survive a
+// crash (the kernel waits for it; Store.transaction too). The database file is
 // owner-only (0600) before SQLite opens it: SQLite gives the -wal, -shm and journal files it creates
 // later the mode of the database file, so they are owner-only too.
 //
