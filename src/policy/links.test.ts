@@ -4,6 +4,7 @@
 // entities change; the in-memory policy index across writes and transactions (writes sharing one
 // transaction, one of them rolled back to its savepoint; a whole transaction rolled back; another
 // transaction's reload; the change feed; a reset); statements over more values than one chunk.
+import type { CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Kernel, type WriteContext } from '../kernel/kernel.js';
 import { DEFAULT_AUTH_POLICY_ID, DEFAULT_PRIMARY, DEFAULT_SECONDARY } from '../resources/auth-policies.js';
@@ -626,6 +627,14 @@ async function statements(fn: (ctx: LinkContext) => Promise<void>): Promise<stri
       get(target, prop) {
         const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
+        // A query compiled once (the repository's) is told by its SQL.
+        if (prop === 'executeQuery') {
+          return (query: CompiledQuery) => {
+            const m = /^(insert into|update|delete from) "(\w+)"/.exec(query.sql) ?? /^(select)\b.*? from "(\w+)"/.exec(query.sql);
+            if (m) log.push(`${m[1]!.split(' ')[0]} ${m[2]}`);
+            return value.call(target, query);
+          };
+        }
         const verb = typeof prop === 'string' ? VERBS.get(prop) : undefined;
         if (verb === undefined) return value.bind(target);
         return (table: string) => {
