@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newId, randomBase64url } from './ids.js';
+import { newId, newUuid, randomBase64url } from './ids.js';
 
 describe('random text from the pool', () => {
   it('is the number of bytes asked for, URL-safe, and never repeats across pool refills', () => {
@@ -24,5 +24,20 @@ describe('random text from the pool', () => {
     const ids = Array.from({ length: 500 }, () => newId());
     for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{11}$/);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('makes version 7 UUIDs: the time first, so ids made later sort later', () => {
+    const now = Date.parse('2026-11-26T12:00:00.000Z');
+    const ids = Array.from({ length: 500 }, (_, i) => newUuid(now + Math.floor(i / 10)));
+    for (const id of ids) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    }
+    expect(parseInt(ids[0]!.replace(/-/g, '').slice(0, 12), 16)).toBe(now);
+    expect(parseInt(ids[499]!.replace(/-/g, '').slice(0, 12), 16)).toBe(now + 49);
+    expect(new Set(ids).size).toBe(ids.length);
+    // Ordered by their milliseconds (within one, at random).
+    const byTime = ids.filter((_, i) => i % 10 === 0);
+    expect([...byTime].sort()).toEqual(byTime);
+    expect(newUuid(0)).toMatch(/^00000000-0000-7/);
   });
 });

@@ -71,7 +71,7 @@ describe('a grant', () => {
   it('is created with the lifetime of its first token, and read back from the store as it was made', async () => {
     const { grant, refreshToken } = await newGrant();
     expect(grant.expiresAt).toBe(clock() + LIFETIME);
-    expect(refreshToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(refreshToken).toMatch(/^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/);
     expect(await storedExpiry(grant)).toBe(grant.expiresAt);
     // Another process (nothing in its memory) reads the token from the store.
     const check = vi.fn(pass);

@@ -1,6 +1,7 @@
 // Legacy API sessions called directly over an in-memory store: the token kept only as its hash, the
 // sliding expiry to the millisecond, holds, activity written in batches and never lost to a cache
 // reset, the sweep (and what it must keep), the change feed, and reads racing invalidations.
+import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { iso } from '../clock.js';
 import type { Change } from '../kernel/changes.js';
@@ -76,10 +77,10 @@ const restarted = () => new ApiSessions(kernel, clock, TIMEOUT);
 describe('create', () => {
   it('answers the session and a fresh token; the store keeps only the hash of the token', async () => {
     const { session, token } = await sessions.create(values());
-    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(token).toMatch(/^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/);
     expect(session).toEqual({
       ...values(),
-      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
       tokenHash: hashToken(token),
       createdAt: T0,
       lastActivityAt: T0,
@@ -132,6 +133,13 @@ describe('resolve', () => {
     expect(await restarted().resolve(token)).toMatchObject({ tags: { team: 'blue' }, improperClientCertChain: true });
   });
 
+
+  it('finds the session of a token issued before tokens began with their time (its hash alone stored)', async () => {
+    const { session } = await sessions.create(values());
+    const older = 'Q'.repeat(43);
+    await store.db.updateTable('api_sessions').set({ token_hash: createHash('sha256').update(older).digest('hex') }).where('id', '=', session.id).execute();
+    expect(await restarted().resolve(older)).toMatchObject({ id: session.id, identityId: 'alice' });
+  });
 
   it('finds the session of a token, from memory or from the store, and nothing for another token', async () => {
     const { session, token } = await sessions.create(values());

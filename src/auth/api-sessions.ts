@@ -97,12 +97,12 @@ export class ApiSessions implements Cache {
 
   /** Creates a session; answers it with the one-time visible token. */
   async create(values: NewApiSession): Promise<{ session: ApiSession; token: string }> {
-    const token = newToken();
     const now = this.clock();
+    const token = newToken(now);
     const session: ApiSession = {
       ...values,
       improperClientCertChain: values.improperClientCertChain === true,
-      id: newUuid(),
+      id: newUuid(now),
       tokenHash: hashToken(token),
       createdAt: now,
       lastActivityAt: now,

@@ -156,7 +156,7 @@ export class Mfa implements Cache {
   async start(identity: { id: string; name: string }): Promise<MfaView> {
     const secret = newTotpSecret();
     const codes = newRecoveryCodes();
-    const id = newUuid();
+    const id = newUuid(this.deps.clock());
     const { box } = this.deps;
     const created = await this.deps.kernel.write(async (ctx) => {
       const existing = await ctx.tx.selectFrom('mfas').select('id').where('identity_id', '=', identity.id).executeTakeFirst();

@@ -1,14 +1,31 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomBase64url } from '../ids.js';
 
-/** An opaque bearer secret: 256 random bits, URL-safe. */
-export function newToken(): string {
+/** Characters of the issue time that begin a token: ms in base 36, zero-padded (enough until the year 5188). */
+const TIME_CHARS = 9;
+const TIMED_TOKEN = /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/;
+
+/** A secret of 256 random bits, URL-safe: a code or request id the controller keeps in memory only. */
+export function newSecret(): string {
   return randomBase64url(32);
 }
 
-/** What the store keeps of a token: its SHA-256, so a copy of the database holds no usable token. */
+/**
+ * An opaque bearer secret the store keeps the hash of: its issue time (ms, base 36), then 256 random bits, URL-safe. The time
+ * is kept in front of its stored hash (see hashToken), so tokens issued in order are stored in
+ * order: each adds to the end of the token index instead of to a random page of it.
+ */
+export function newToken(now: number): string {
+  return Math.max(0, Math.floor(now)).toString(36).padStart(TIME_CHARS, '0') + randomBase64url(32);
+}
+
+/**
+ * What the store keeps of a token: its SHA-256 in hex, so a copy of the database holds no usable
+ * token; after the issue time a token of newToken begins with (which is no secret).
+ */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  const digest = createHash('sha256').update(token).digest('hex');
+  return token.length === TIME_CHARS + 43 && TIMED_TOKEN.test(token) ? token.slice(0, TIME_CHARS) + digest : digest;
 }
 
 export function constantTimeEqual(a: string, b: string): boolean {

@@ -8,7 +8,7 @@
 import { ApiError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
-import { newToken } from '../auth/tokens.js';
+import { newSecret } from '../auth/tokens.js';
 import { OAuthError } from './errors.js';
 import { addressKey, PENDING_LIMITS, PendingRefused, PendingStore, type PendingLimits } from './pending.js';
 
@@ -235,7 +235,7 @@ export class AuthRequests {
     const now = this.clock();
     const request: AuthRequest = {
       ...params,
-      id: newToken(),
+      id: newSecret(),
       status: 'started',
       createdAt: now,
       expiresAt: now + REQUEST_LIFETIME_MS,

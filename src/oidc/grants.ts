@@ -126,8 +126,8 @@ export class Grants implements Cache {
   /** Stores a new grant with its first refresh token; answers the token. */
   async create(values: Omit<Grant, 'id' | 'expiresAt'>): Promise<{ grant: Grant; refreshToken: string }> {
     const now = this.clock();
-    const grant: Grant = { ...values, id: newUuid(), expiresAt: now + this.lifetime };
-    const refreshToken = newToken();
+    const grant: Grant = { ...values, id: newUuid(now), expiresAt: now + this.lifetime };
+    const refreshToken = newToken(now);
     const d = this.store.dialect;
     await this.kernel.write(async ({ tx, changed }) => {
       await tx
@@ -176,7 +176,7 @@ export class Grants implements Cache {
     }
     await check(grant, known.createdAt);
 
-    const next = newToken();
+    const next = newToken(now);
     const expiresAt = now + this.lifetime;
     const nextHash = hashToken(next);
     const rotated = await new Promise<boolean>((resolve, reject) => {

@@ -10,7 +10,7 @@ import type { ApiSession, ApiSessions } from '../auth/api-sessions.js';
 import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { Mfa } from '../auth/mfa.js';
 import type { Revocations } from '../auth/revocations.js';
-import { constantTimeEqual, hashToken, newToken } from '../auth/tokens.js';
+import { constantTimeEqual, hashToken, newSecret } from '../auth/tokens.js';
 import type { Kernel } from '../kernel/kernel.js';
 import { BearerVerifier } from './bearer.js';
 import { OAuthError } from './errors.js';
@@ -174,7 +174,7 @@ export class OidcProvider {
     this.requests.end(request);
     if (this.clock() - this.lastCodeSweep >= 10_000 || this.codes.size >= MAX_CODES) this.sweepCodes();
     if (this.codes.size >= MAX_CODES) throw new OAuthError('temporarily_unavailable', 'too many authorization codes are pending');
-    const code = newToken();
+    const code = newSecret();
     this.codes.set(hashToken(code), { request, expiresAt: this.clock() + CODE_LIFETIME_MS, used: false });
     return withQuery(request.redirectUri, { code, state: request.state, iss: issuer });
   }

@@ -289,7 +289,7 @@ export class Sessions implements Cache {
     const existing = await this.findByKey(caller.apiSessionId, serviceId, type);
     if (existing) return existing;
     const session: SessionRecord = {
-      id: newUuid(),
+      id: newUuid(now),
       createdAt: iso(now),
       updatedAt: iso(now),
       tags,
