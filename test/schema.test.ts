@@ -2,7 +2,8 @@
 // types, unique columns and references, the link tables their relations imply (the policies'
 // role lists and the link lists), and the views definitions read from. A definition change
 // without a migration fails here.
-import { fstatSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { fstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -226,6 +227,69 @@ describe('checkpoints of the WAL', () => {
       }
       await vi.waitFor(() => expect(statSync(join(dir, 'overlay.db')).size).toBeGreaterThan(before + 20 * 4000), { timeout: 5000 });
       expect(failures).toEqual([]);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('let the WAL start over under writes that never pause: new writes wait while the worker copies its end', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    const failures: unknown[] = [];
+    const file = new Store(openSqlite(join(dir, 'overlay.db'), { checkpointer: { intervalMs: 0, restartFrames: 20, onFailure: (err) => failures.push(err) } }));
+    try {
+      await file.migrate(migrations);
+      const big = 'x'.repeat(4000);
+      // Four writers, each starting its next write as soon as the last is on disk: a few pages a write,
+      // with no moment between writes for a checkpoint to catch up.
+      let next = 0;
+      const writer = async () => {
+        while (next < 1200) {
+          const id = `W${next++}`;
+          await file.transaction((tx) => tx.insertInto('identity_types').values({ id, name: id, created_at: 'now', updated_at: 'now', tags: JSON.stringify({ big }) }).execute());
+        }
+      };
+      await Promise.all([writer(), writer(), writer(), writer()]);
+      const count = await file.db.selectFrom('identity_types').select((eb) => eb.fn.countAll<number>().as('n')).where('id', 'like', 'W%').executeTakeFirstOrThrow();
+      expect(Number(count.n)).toBe(1200);
+      // The WAL file keeps the size it grew to (it is overwritten from its start). Had it never started
+      // over, it would hold every page written: over 25 MiB.
+      expect(statSync(join(dir, 'overlay.db-wal')).size).toBeLessThan(8 * 1024 * 1024);
+      expect(failures).toEqual([]);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('let held writes go on when the worker dies while it copies the end of the WAL', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    // A driver whose second checkpoint ends the worker: the one writes are held for.
+    const driver = join(dir, 'dying-driver.cjs');
+    writeFileSync(
+      driver,
+      `const Database = require(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});
+let checkpoints = 0;
+module.exports = class extends Database {
+  pragma(text) {
+    if (text.startsWith('wal_checkpoint') && ++checkpoints === 2) process.exit(3);
+    return super.pragma(text);
+  }
+};`,
+    );
+    const failures: unknown[] = [];
+    const file = new Store(openSqlite(join(dir, 'overlay.db'), { checkpointer: { intervalMs: 0, restartFrames: 1, driver, onFailure: (err) => failures.push(err) } }));
+    try {
+      await file.migrate(migrations);
+      const insert = (id: string) => file.transaction((tx) => tx.insertInto('identity_types').values({ id, name: id, created_at: 'now', updated_at: 'now', tags: '{}' }).execute());
+      await insert('First');
+      await vi.waitFor(() => expect(failures).toHaveLength(1));
+      expect(String(failures[0])).toContain('exited (code 3)');
+      // Writes go on, and the connection checkpoints itself again.
+      await insert('Second');
+      const auto = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(file.db);
+      expect(auto.rows[0]!.wal_autocheckpoint).toBe(1000);
+      expect(await file.db.selectFrom('identity_types').select('id').where('id', 'in', ['First', 'Second']).execute()).toHaveLength(2);
     } finally {
       await file.close();
       rmSync(dir, { recursive: true, force: true });

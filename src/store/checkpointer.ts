@@ -5,6 +5,13 @@
 // connection of its own runs a passive checkpoint (which waits for no reader or writer) at most
 // every `intervalMs` while commits come in. Should the worker fail, the connection checkpoints
 // itself again, as SQLite does by default.
+//
+// The WAL starts over from its beginning only when a write begins with all of it copied back. Under
+// writes that never pause, a passive checkpoint never catches up with them, and the WAL would grow
+// without end (each flush then extends the file too, which costs the disk more than overwriting).
+// So once it holds `restartFrames` pages after a checkpoint, new write transactions wait (the event
+// loop does not) while the worker copies the few pages written during that checkpoint: the next
+// write then starts the WAL over.
 import type Database from 'better-sqlite3';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -14,6 +21,9 @@ const AUTO_CHECKPOINT_PAGES = 1000;
 
 /** Least time between two checkpoints while commits come in. */
 const CHECKPOINT_INTERVAL_MS = 250;
+
+/** Pages in the WAL at a checkpoint beyond which writes wait, after it, for the rest to be copied. */
+const RESTART_FRAMES = 1000;
 
 /** Failed checkpoints in a row after which the connection checkpoints itself again. */
 const MAX_FAILED_CHECKPOINTS = 3;
@@ -25,8 +35,8 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 parentPort.on('message', () => {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true });
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ ok: true, log: result.log });
   } catch (err) {
     parentPort.postMessage({ ok: false, message: String(err && err.message) });
   }
@@ -38,6 +48,8 @@ export interface CheckpointerOptions {
   intervalMs?: number;
   /** The driver module the worker loads (tests give a broken one). */
   driver?: string;
+  /** Pages in the WAL at a checkpoint beyond which writes wait for the rest to be copied after it. */
+  restartFrames?: number;
   /** Told when the worker fails, before the connection takes checkpoints back. */
   onFailure?: (err: unknown) => void;
 }
@@ -45,12 +57,26 @@ export interface CheckpointerOptions {
 export interface Checkpointer {
   /** Tells of a commit: a checkpoint starts when the last one is old enough and none is running. */
   committed(): void;
+  /**
+   * Counts a write transaction in, before it begins: at once (undefined), or when writes held for
+   * the end of a checkpoint go on. Each is counted out by endWrite once it has ended.
+   */
+  beginWrite(): Promise<void> | undefined;
+  endWrite(): void;
   /** Stops the worker (its connection closed) before the store's own connection closes. */
   close(): Promise<void>;
 }
 
+interface CheckpointResult {
+  ok: boolean;
+  message?: string;
+  /** Pages in the WAL when the checkpoint began. */
+  log?: number;
+}
+
 export function startCheckpointer(database: Database.Database, path: string, options: CheckpointerOptions = {}): Checkpointer {
   const intervalMs = options.intervalMs ?? CHECKPOINT_INTERVAL_MS;
+  const restartFrames = options.restartFrames ?? RESTART_FRAMES;
   const driver = options.driver ?? createRequire(import.meta.url).resolve('better-sqlite3');
   database.pragma('wal_autocheckpoint = 0');
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver } });
@@ -61,9 +87,20 @@ export function startCheckpointer(database: Database.Database, path: string, opt
   let lastAt = 0;
   let pending = false;
   let closed = false;
+  // Write transactions open now; while `held`, new ones wait for it (and `whenIdle` runs once none is open).
+  let openWrites = 0;
+  let held: { done: Promise<void>; release: () => void } | undefined;
+  let whenIdle: (() => void) | undefined;
+  const release = (): void => {
+    const hold = held;
+    held = undefined;
+    whenIdle = undefined;
+    hold?.release();
+  };
   const fail = (err: unknown): void => {
     if (failed || closed) return;
     failed = true;
+    release();
     options.onFailure?.(err);
     database.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
     void worker.terminate();
@@ -74,16 +111,33 @@ export function startCheckpointer(database: Database.Database, path: string, opt
     running = true;
     worker.postMessage('checkpoint');
   };
+  // Holds new writes; once the open one has ended, checkpoints what is left of the WAL.
+  const finish = (): void => {
+    let open!: () => void;
+    held = { done: new Promise<void>((resolve) => (open = resolve)), release: () => open() };
+    if (openWrites === 0) start();
+    else whenIdle = start;
+  };
   let failures = 0;
-  worker.on('message', (result: { ok: boolean; message?: string }) => {
+  worker.on('message', (result: CheckpointResult) => {
     running = false;
     lastAt = performance.now();
     // A checkpoint may find the lock taken now and then (a backup's, the closing connection's).
     failures = result.ok ? 0 : failures + 1;
-    if (failures >= MAX_FAILED_CHECKPOINTS) fail(new Error(`checkpoints keep failing: ${result.message}`));
+    if (failures >= MAX_FAILED_CHECKPOINTS) return fail(new Error(`checkpoints keep failing: ${result.message}`));
+    if (held) return release();
+    // The checkpoint copied the WAL as it was when it began; writes went on meanwhile.
+    if (result.ok && (result.log ?? 0) >= restartFrames) finish();
   });
   worker.on('error', fail);
   worker.on('exit', (code) => fail(new Error(`the checkpoint worker exited (code ${code})`)));
+  const beginWrite = (): Promise<void> | undefined => {
+    if (!held) {
+      openWrites++;
+      return undefined;
+    }
+    return held.done.then(beginWrite);
+  };
   return {
     committed() {
       if (running || pending || failed || closed) return;
@@ -92,8 +146,18 @@ export function startCheckpointer(database: Database.Database, path: string, opt
       pending = true;
       setTimeout(start, wait).unref();
     },
+    beginWrite,
+    endWrite() {
+      openWrites--;
+      if (openWrites === 0 && whenIdle) {
+        const run = whenIdle;
+        whenIdle = undefined;
+        run();
+      }
+    },
     async close() {
       closed = true;
+      release();
       await worker.terminate();
     },
   };

@@ -48,5 +48,12 @@ export interface Dialect {
    * for the disk); rejects when the flush fails.
    */
   durable(): Promise<void>;
+  /**
+   * Counts a write transaction in, before it begins: at once (undefined), or once the store lets
+   * writes go on again (SQLite holds them for a moment so that its WAL can start over). Each is
+   * counted out by endWrite when it has ended.
+   */
+  beginWrite(): Promise<void> | undefined;
+  endWrite(): void;
   close(): Promise<void>;
 }

@@ -197,6 +197,8 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
       }
     },
     durable,
+    beginWrite: () => checkpointer?.beginWrite(),
+    endWrite: () => checkpointer?.endWrite(),
     reader() {
       if (path === ':memory:' || path === '') return { db, close: async () => undefined };
       const database = new Database(path, { readonly: true, fileMustExist: true });

@@ -52,7 +52,16 @@ export class Store {
    * may not be on disk yet: `durable()` tells when it is.
    */
   commit<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute(fn);
+    const held = this.dialect.beginWrite();
+    return held ? held.then(() => this.committed(fn)) : this.committed(fn);
+  }
+
+  private async committed<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    try {
+      return await this.db.transaction().execute(fn);
+    } finally {
+      this.dialect.endWrite();
+    }
   }
 
   /** Resolves once every transaction committed so far is on disk. */
