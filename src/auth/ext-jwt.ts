@@ -4,7 +4,7 @@
 // signer's certificate or its JWKS, fetched (bounded, see jwks-fetch.ts) when first needed and again
 // for an unknown `kid`, at most once per signer per 30 s; a failed fetch is remembered as long, so a
 // dead endpoint costs each request nothing. Every refusal says which check failed.
-import { createHash, X509Certificate, type KeyObject } from 'node:crypto';
+import { hash, X509Certificate, type KeyObject } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../clock.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
@@ -182,7 +182,7 @@ export class ExternalJwtSigners implements Cache {
       throw new ExtJwtError('missing', 'no bearer token was provided', expected);
     }
     if (token.length > MAX_EXT_JWT_LENGTH) throw new ExtJwtError('invalid', `the token is longer than ${MAX_EXT_JWT_LENGTH} characters`, expected);
-    const digest = token.length <= MAX_VERIFIED_LENGTH ? createHash('sha256').update(token).digest('base64url') : undefined;
+    const digest = token.length <= MAX_VERIFIED_LENGTH ? hash('sha256', token, 'base64url') : undefined;
     // Stryker: nothing is kept under undefined (see the end), so looking it up would find nothing too.
     const kept = digest !== undefined ? this.verified.get(digest) : undefined;
     if (kept && (expected === undefined || kept.signer.id === expected.id) && this.inTime(kept)) return kept;

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { randomBase64url } from '../ids.js';
 
 /** Characters of the issue time that begin a token: ms in base 36, zero-padded (enough until the year 5188). */
@@ -24,7 +24,7 @@ export function newToken(now: number): string {
  * token; after the issue time a token of newToken begins with (which is no secret).
  */
 export function hashToken(token: string): string {
-  const digest = createHash('sha256').update(token).digest('hex');
+  const digest = hash('sha256', token, 'hex');
   return token.length === TIME_CHARS + 43 && TIMED_TOKEN.test(token) ? token.slice(0, TIME_CHARS) + digest : digest;
 }
 

@@ -1,7 +1,7 @@
 // The OIDC provider: authorization requests, codes, the token endpoint's grants, userinfo and
 // end_session, over the signing keys, the refresh grants in the store and the API sessions. The
 // HTTP routes (src/http/oidc) parse and render; everything that decides is here.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -207,7 +207,7 @@ export class OidcProvider {
     const request = record.request;
     if (p.redirect_uri !== request.redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
     if (!/^[A-Za-z0-9._~-]{43,128}$/.test(p.code_verifier!)) throw new OAuthError('invalid_grant', 'the code verifier is malformed');
-    const challenge = createHash('sha256').update(p.code_verifier!).digest('base64url');
+    const challenge = hash('sha256', p.code_verifier!, 'base64url');
     if (!constantTimeEqual(challenge, request.codeChallenge)) throw new OAuthError('invalid_grant', 'the code verifier does not match the code challenge');
     // Used from here on, before anything awaits: a racing second exchange is a reuse.
     record.used = true;
@@ -373,7 +373,7 @@ export class OidcProvider {
   private sweepCodes(): void {
     const now = this.clock();
     this.lastCodeSweep = now;
-    for (const [hash, record] of this.codes) if (now >= record.expiresAt) this.codes.delete(hash);
+    for (const [key, record] of this.codes) if (now >= record.expiresAt) this.codes.delete(key);
   }
 
   /** Config type names or ids → ids (`all`: every type); unknown ones are dropped. */
