@@ -13,7 +13,7 @@ import type { Kernel } from '../kernel/kernel.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
 import type { EntityOf } from '../resources/index.js';
 import type { ApiSession, ApiSessions } from './api-sessions.js';
-import type { IdentityDirectory } from './identity-directory.js';
+import type { IdentityDirectory, IdentityState } from './identity-directory.js';
 import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lockout.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { FailureThrottle } from './throttle.js';
@@ -68,14 +68,14 @@ export interface LoginRequest {
   sdkInfo?: Record<string, string>;
 }
 
-type Identity = EntityOf<'identities'>;
 type Authenticator = EntityOf<'authenticators'>;
 
 /** The credentials of a primary login, whatever opens the session afterwards. */
 export type PrimaryCredentials = Pick<LoginRequest, 'method' | 'username' | 'password' | 'peerCertificate' | 'peerChain' | 'bearer' | 'ipAddress'>;
 
 export interface PrimaryAuthentication {
-  identity: Identity;
+  /** As the credential pipeline knows it (from memory), checked not disabled. */
+  identity: IdentityState;
   /**
    * The authenticator the credential matched; null for a certificate of a CA with an external id
    * claim whose identity was found by that id and holds no authenticator of this certificate.
@@ -97,7 +97,7 @@ export interface PrimaryAuthentication {
 export interface LoginResult {
   session: ApiSession;
   token: string;
-  identity: Identity;
+  identity: IdentityState;
 }
 
 function invalidAuth(message = 'the credentials are not valid'): ApiError {
@@ -228,7 +228,7 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Fou
   return { identity, authenticator, rules, improperClientCertChain: false };
 }
 
-function rulesOf(core: LoginDeps, identity: Identity): Promise<AuthPolicyRules> {
+function rulesOf(core: LoginDeps, identity: IdentityState): Promise<AuthPolicyRules> {
   return authPolicyRules(core.kernel.repo('auth-policies'), core.kernel.store.db, identity.authPolicyId);
 }
 
@@ -324,10 +324,9 @@ async function byExternalJwt(core: LoginDeps, req: PrimaryCredentials): Promise<
   const owner = byExternalId
     ? await core.kernel.store.db.selectFrom('identities').select('id').where('external_id', '=', subject).executeTakeFirst()
     : { id: subject };
-  const identity = owner && (await core.kernel.repo('identities').get(core.kernel.store.db, String(owner.id)));
+  const identity = owner && (await core.identities.get(String(owner.id)));
   if (!identity) throw refuse(`no identity has the ${byExternalId ? 'external id' : 'id'} the claim ${signer.claimsProperty ?? 'sub'} names`, signer);
-  const state = await core.identities.get(identity.id);
-  if (!state || core.identities.isDisabled(state)) throw refuse('the identity is disabled', signer);
+  if (core.identities.isDisabled(identity)) throw refuse('the identity is disabled', signer);
   // The rules from memory (they follow the change feed): this login has no password hash to hide behind.
   const rules = await core.authPolicyRules.get(identity.authPolicyId);
   if (!rules.primary.extJwt.allowed) throw refuse('the auth policy does not allow external JWT logins', signer);
@@ -336,11 +335,10 @@ async function byExternalJwt(core: LoginDeps, req: PrimaryCredentials): Promise<
   return { identity, authenticator: null, rules, improperClientCertChain: false, signer };
 }
 
-async function usableIdentity(core: LoginDeps, identityId: string): Promise<Identity> {
-  const identity = await core.kernel.repo('identities').get(core.kernel.store.db, identityId);
+async function usableIdentity(core: LoginDeps, identityId: string): Promise<IdentityState> {
+  const identity = await core.identities.get(identityId);
   if (!identity) throw invalidAuth();
-  const state = await core.identities.get(identity.id);
-  if (!state || core.identities.isDisabled(state)) throw invalidAuth('the identity is disabled');
+  if (core.identities.isDisabled(identity)) throw invalidAuth('the identity is disabled');
   return identity;
 }
 

@@ -104,8 +104,7 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
       const isTotpEnrolled = result.session.isMfaRequired && (await core.mfa.isEnrolled(result.identity.id));
       const flags = await certExtensionFlagsOf(core.store.db, result.session.authMethod === 'cert' ? result.session.authenticatorId : null);
       const answer = sessionAnswer(core.sessions, result.session, result.identity.name, core.clock(), isTotpEnrolled, flags);
-      const identityState = await core.identities.get(result.identity.id);
-      const second = identityState && (await secondFactorOutstanding(core, identityState, bearerToken(request.headers.authorization)));
+      const second = await secondFactorOutstanding(core, result.identity, bearerToken(request.headers.authorization));
       return envelope({ ...answer, authQueries: [...(answer.authQueries as unknown[]), ...(second ? [second.query] : [])], token: result.token });
     },
   });
