@@ -1,7 +1,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { randomBase64url } from '../ids.js';
 
-/** Characters of the issue time that begin a token: ms in base 36, zero-padded (enough until the year 5188). */
+/** Characters of the issue time that begin a token: ms in base 36, zero-padded (until the year 5188). */
 const TIME_CHARS = 9;
 const TIMED_TOKEN = /^[0-9a-z]{9}[A-Za-z0-9_-]{43}$/;
 
@@ -11,9 +11,10 @@ export function newSecret(): string {
 }
 
 /**
- * An opaque bearer secret the store keeps the hash of: its issue time (ms, base 36), then 256 random bits, URL-safe. The time
- * is kept in front of its stored hash (see hashToken), so tokens issued in order are stored in
- * order: each adds to the end of the token index instead of to a random page of it.
+ * An opaque bearer secret the store keeps the hash of: its issue time (ms, base 36), then 256
+ * random bits, URL-safe. The time is kept in front of its stored hash (see hashToken), so tokens
+ * issued in order are stored in order: each adds to the end of the token index instead of to a
+ * random page of it.
  */
 export function newToken(now: number): string {
   return Math.max(0, Math.floor(now)).toString(36).padStart(TIME_CHARS, '0') + randomBase64url(32);
