@@ -26,7 +26,7 @@ export function newToken(now: number): string {
  */
 export function hashToken(token: string): string {
   const digest = hash('sha256', token, 'hex');
-  return token.length === TIME_CHARS + 43 && TIMED_TOKEN.test(token) ? token.slice(0, TIME_CHARS) + digest : digest;
+  return TIMED_TOKEN.test(token) ? token.slice(0, TIME_CHARS) + digest : digest;
 }
 
 export function constantTimeEqual(a: string, b: string): boolean {
