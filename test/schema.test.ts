@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { resourceDefs } from '../src/resources/index.js';
 import { tableSpec, type ResourceDef } from '../src/resources/kit.js';
 import { LINK_LISTS, LINK_TABLES, POLICY_SPECS } from '../src/resources/relations.js';
@@ -206,6 +206,37 @@ describe('migrations', () => {
       for (const f of flushes) f.done();
       await file.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('compiled statements', () => {
+  it('of a write transaction run in it, and roll back with it; one outside waits for its end', async () => {
+    const own = new Store(openSqlite(':memory:'));
+    const d = own.dialect;
+    const count = CompiledQuery.raw('select count(*) as n from things');
+    const n = async (ex: Parameters<typeof d.execute>[0]) => Number((await d.execute<{ n: number }>(ex, count)).rows[0]!.n);
+    try {
+      await sql`create table things (id text primary key)`.execute(own.db);
+      let outside: Promise<number> | undefined;
+      let settled = false;
+      const failed = own.commit(async (tx) => {
+        const inserted = await d.execute(tx, CompiledQuery.raw('insert into things (id) values (?), (?)', ['a', 'b']));
+        expect(inserted.numAffectedRows).toBe(2n);
+        expect(await n(tx)).toBe(2);
+        outside = n(own.db).finally(() => (settled = true));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(settled).toBe(false);
+        throw new Error('rolled back');
+      });
+      await expect(failed).rejects.toThrow('rolled back');
+      expect(await outside).toBe(0);
+      expect(await n(own.db)).toBe(0);
+      // The next write transaction's statements run in it, as the first one's did.
+      await own.commit((tx) => d.execute(tx, CompiledQuery.raw('insert into things (id) values (?)', ['c'])));
+      expect(await n(own.db)).toBe(1);
+    } finally {
+      await own.close();
     }
   });
 });

@@ -323,7 +323,7 @@ export class Mfa implements Cache {
     const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
     if (step === undefined) return false;
     return this.deps.kernel.write(async (ctx) => {
-      const result = await ctx.tx.executeQuery(this.takes.totp({ ':step': step, ':now': ctx.now, ':id': mfa.id }));
+      const result = await this.deps.kernel.store.dialect.execute(ctx.tx, this.takes.totp({ ':step': step, ':now': ctx.now, ':id': mfa.id }));
       return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts);
     });
   }
@@ -344,7 +344,7 @@ export class Mfa implements Cache {
       for (const [i, d] of digests.entries()) if (constantTimeEqual(d, digest) && found < 0) found = i;
       if (found < 0) return false;
       const left = digests.filter((_, i) => i !== found).join(',');
-      const result = await ctx.tx.executeQuery(this.takes.recovery({ ':left': left, ':now': ctx.now, ':id': mfa.id, ':stored': stored }));
+      const result = await this.deps.kernel.store.dialect.execute(ctx.tx, this.takes.recovery({ ':left': left, ':now': ctx.now, ':id': mfa.id, ':stored': stored }));
       const after = { ...current, recoveryCodes: left, updatedAt: ctx.now };
       // Stryker: on SQLite write transactions run one at a time, so the row just read is updated.
       return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts, { before: current, after });

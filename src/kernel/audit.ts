@@ -184,7 +184,7 @@ export class AuditTrail {
     let at = 0;
     while (at < rows.length) {
       const size = INSERT_SIZES.find((n) => n <= rows.length - at)!;
-      await tx.executeQuery(this.insertOf(tx, rows.slice(at, at + size)));
+      await this.store.dialect.execute(tx, this.insertOf(tx, rows.slice(at, at + size)));
       at += size;
     }
   }
@@ -248,7 +248,7 @@ export class AuditTrail {
     if (unnamed.length === 0) return;
     const names = new Map<string, string>();
     for (const id of unnamed) {
-      const [found] = (await tx.executeQuery(this.nameOf({ ':id': id }))).rows as { name: string }[];
+      const [found] = (await this.store.dialect.execute(tx, this.nameOf({ ':id': id }))).rows as { name: string }[];
       if (found) names.set(id, found.name);
     }
     for (const r of rows) if (r.actorName === null && typeof r.actorIdentityId === 'string') r.actorName = names.get(r.actorIdentityId) ?? null;

@@ -188,7 +188,7 @@ export class Kernel {
             for (const write of batch) {
               // One write alone needs no savepoint: its failure rolls the transaction back.
               const alone = batch.length === 1;
-              if (!alone) await tx.executeQuery(SAVEPOINT);
+              if (!alone) await this.store.dialect.execute(tx, SAVEPOINT);
               const after: (() => void)[] = [];
               const record = this.changes.begin(tx);
               const audited = write.origin && this.audit?.enabled ? { origin: write.origin, changes: [], entries: [] } : undefined;
@@ -197,13 +197,13 @@ export class Kernel {
                 const value = await write.fn(ctx);
                 const rows = audited ? await this.audit!.rowsOf(tx, ctx.now, audited.origin, audited.changes, audited.entries) : [];
                 await record.seal();
-                if (!alone) await tx.executeQuery(RELEASE);
+                if (!alone) await this.store.dialect.execute(tx, RELEASE);
                 for (const row of rows) auditRows.push(row);
                 done.push({ write, value, after, record });
               } catch (err) {
                 if (alone) throw err;
-                await tx.executeQuery(ROLLBACK_TO);
-                await tx.executeQuery(RELEASE);
+                await this.store.dialect.execute(tx, ROLLBACK_TO);
+                await this.store.dialect.execute(tx, RELEASE);
                 failed.push({ write, err });
               }
             }

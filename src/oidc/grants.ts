@@ -144,7 +144,7 @@ export class Grants implements Cache {
           expires_at: iso(grant.expiresAt),
         })
         .execute();
-      await tx.executeQuery(this.q.insert({ ':hash': hashToken(refreshToken), ':grant': grant.id, ':now': iso(now), ':expires': iso(grant.expiresAt) }));
+      await this.store.dialect.execute(tx, this.q.insert({ ':hash': hashToken(refreshToken), ':grant': grant.id, ':now': iso(now), ':expires': iso(grant.expiresAt) }));
       changed({ collection: 'oidc-grants', kind: 'create', id: grant.id, ownerId: grant.identityId });
     });
     this.remember(hashToken(refreshToken), { grant, createdAt: now, expiresAt: grant.expiresAt });

@@ -1,12 +1,16 @@
 // What differs between the embedded SQLite store and PostgreSQL, in one interface. Everything
 // else in the store (migrations, repositories) is written once against it.
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely, QueryResult, Transaction } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { SqlFlavor } from '../query/flavor.js';
 
 // Tables are addressed by name from resource definitions, so the database is untyped here.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = Kysely<any>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Tx = Transaction<any>;
+/** Either the database or an open transaction: what repository methods run on. */
+export type Executor = Db | Tx;
 
 export interface ColumnInfo {
   name: string;
@@ -21,6 +25,17 @@ export interface Dialect {
   readonly flavor: SqlFlavor;
   /** DDL type for a kit column type. */
   columnType(type: ColumnType): string;
+  /**
+   * Runs fn in a write transaction (Store.commit opens them all). SQLite runs one at a time, on its
+   * one connection.
+   */
+  writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * Runs a compiled query on `ex`. SQLite runs those of its open write transaction straight on the
+   * connection: the query builder's way there (a connection queue and a chain of promises) costs
+   * more than a simple statement, and a write transaction runs several per write.
+   */
+  execute<R = unknown>(ex: Executor, query: CompiledQuery): Promise<QueryResult<R>>;
   /** A value as the driver binds it. */
   toDb(type: ColumnType, value: unknown): unknown;
   /** A value as the driver returned it, back to its JSON form. */

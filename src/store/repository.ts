@@ -108,7 +108,7 @@ export class Repository<E extends Entity = Entity> {
 
   async get(ex: Executor, id: string): Promise<E | undefined> {
     const find = this.templates.of('get', () => template(this.dialect.db.selectFrom(this.source).selectAll().where('id', '=', ID).compile(), [ID]));
-    const [row] = (await ex.executeQuery(find({ [ID]: id }))).rows as Record<string, unknown>[];
+    const [row] = (await this.dialect.execute(ex, find({ [ID]: id }))).rows as Record<string, unknown>[];
     return row ? this.fromRow(row) : undefined;
   }
 
@@ -118,7 +118,7 @@ export class Repository<E extends Entity = Entity> {
     const find = this.templates.of(`find ${column}`, () =>
       template(this.dialect.db.selectFrom(this.source).selectAll().where(column, '=', ID).limit(sql.lit(1)).compile(), [ID]),
     );
-    const [row] = (await ex.executeQuery(find({ [ID]: value }))).rows as Record<string, unknown>[];
+    const [row] = (await this.dialect.execute(ex, find({ [ID]: value }))).rows as Record<string, unknown>[];
     return row ? this.fromRow(row) : undefined;
   }
 
@@ -128,7 +128,7 @@ export class Repository<E extends Entity = Entity> {
 
   private async existsIn(ex: Executor, table: string, id: string): Promise<boolean> {
     const find = this.templates.of(`exists ${table}`, () => template(this.dialect.db.selectFrom(table).select('id').where('id', '=', ID).compile(), [ID]));
-    return (await ex.executeQuery(find({ [ID]: id }))).rows.length > 0;
+    return (await this.dialect.execute(ex, find({ [ID]: id }))).rows.length > 0;
   }
 
   /** id → reference name, for entity references in reads. */
@@ -150,7 +150,7 @@ export class Repository<E extends Entity = Entity> {
     const insert = this.templates.of(`insert ${columns.join()}`, () =>
       template(this.dialect.db.insertInto(this.table).values(placeholders(columns)).compile(), columns.map(placeholder)),
     );
-    await ex.executeQuery(insert(placeheld(row)));
+    await this.dialect.execute(ex, insert(placeheld(row)));
   }
 
   async update(ex: Executor, id: string, values: Record<string, unknown>): Promise<boolean> {
@@ -163,13 +163,13 @@ export class Repository<E extends Entity = Entity> {
         [...columns.map(placeholder), ID],
       ),
     );
-    const result = await ex.executeQuery(update({ ...placeheld(row), [ID]: id }));
+    const result = await this.dialect.execute(ex, update({ ...placeheld(row), [ID]: id }));
     return Number(result.numAffectedRows ?? 0) > 0;
   }
 
   async delete(ex: Executor, id: string): Promise<boolean> {
     const remove = this.templates.of('delete', () => template(this.dialect.db.deleteFrom(this.table).where('id', '=', ID).compile(), [ID]));
-    const result = await ex.executeQuery(remove({ [ID]: id }));
+    const result = await this.dialect.execute(ex, remove({ [ID]: id }));
     return Number(result.numAffectedRows ?? 0) > 0;
   }
 }

@@ -1,17 +1,14 @@
 // The store: one dialect, its migrations, and transactions. Repositories are built on top.
-import { Migrator, type Migration, type Transaction } from 'kysely';
-import type { Db, Dialect } from './dialect.js';
+import { Migrator, type Migration } from 'kysely';
+import type { Db, Dialect, Tx } from './dialect.js';
+
+export type { Executor, Tx } from './dialect.js';
 
 /** A migration written once against the dialect interface; the list is append-only. */
 export interface StoreMigration {
   name: string;
   up(db: Db, dialect: Dialect): Promise<void>;
 }
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Tx = Transaction<any>;
-/** Either the database or an open transaction: what repository methods run on. */
-export type Executor = Db | Tx;
 
 export class Store {
   constructor(readonly dialect: Dialect) {}
@@ -58,7 +55,7 @@ export class Store {
 
   private async committed<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     try {
-      return await this.db.transaction().execute(fn);
+      return await this.dialect.writeTransaction(fn);
     } finally {
       this.dialect.endWrite();
     }
