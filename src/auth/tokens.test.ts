@@ -65,6 +65,9 @@ describe('constantTimeEqual', () => {
     expect(constantTimeEqual(token, `${token}`)).toBe(true);
     expect(constantTimeEqual('', '')).toBe(true);
     expect(constantTimeEqual(token, `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`)).toBe(false);
+    // A difference anywhere counts, however far from the end.
+    expect(constantTimeEqual('xbcd', 'abcd')).toBe(false);
+    expect(constantTimeEqual('abxd', 'abcd')).toBe(false);
   });
 
   it('is false, without throwing, for texts of different lengths', () => {
