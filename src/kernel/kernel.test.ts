@@ -296,6 +296,57 @@ describe('writes and the disk', () => {
     }
   });
 
+  it('the flush starts at the commit, while its changes are delivered; the write answers once both are done', async () => {
+    held = true;
+    let delivered!: () => void;
+    const delivering = new Promise<void>((resolve) => (delivered = resolve));
+    const stop = onDisk.changes.subscribe(() => delivering);
+    let answered = false;
+    try {
+      const write = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d5'))).then(() => (answered = true));
+      // The listener has not finished, and the disk is already asked for the commit.
+      await vi.waitFor(() => expect(flushes).toHaveLength(1));
+      flushes.shift()!.done();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(answered).toBe(false);
+      delivered();
+      await write;
+      expect(answered).toBe(true);
+    } finally {
+      held = false;
+      delivered();
+      stop();
+    }
+  });
+
+  it('a flush that fails while the changes are still delivered fails the write once they are', async () => {
+    held = true;
+    let delivered!: () => void;
+    const delivering = new Promise<void>((resolve) => (delivered = resolve));
+    const stop = onDisk.changes.subscribe(() => delivering);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const write = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d6')));
+      const outcome = write.then(
+        () => 'answered',
+        (err: Error) => err.message,
+      );
+      await vi.waitFor(() => expect(flushes).toHaveLength(1));
+      flushes.shift()!.fail(new Error('EIO: the disk failed'));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      delivered();
+      expect(await outcome).toBe('EIO: the disk failed');
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      held = false;
+      delivered();
+      stop();
+    }
+  });
+
   it('a flush that fails fails the writes it covers, logged; the next writes go on', async () => {
     held = true;
     const failing = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d3')));

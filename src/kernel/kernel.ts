@@ -216,6 +216,9 @@ export class Kernel {
           continue;
         }
         this.observeTransaction?.((performance.now() - began) / 1000, true);
+        // The flush to disk starts now, while the changes are delivered (handled below, after them).
+        const flushed = this.store.durable();
+        flushed.catch(() => undefined);
         for (const { write, err } of failed) write.reject(err);
         const delivered: { write: QueuedWrite; value: unknown }[] = [];
         for (const { write, value, after, record } of done) {
@@ -234,7 +237,7 @@ export class Kernel {
           }
         }
         // Answered once on disk; the next batch runs meanwhile (its commit shares a later flush).
-        this.store.durable().then(
+        flushed.then(
           () => {
             for (const { write, value } of delivered) write.resolve(value);
           },
