@@ -13,7 +13,7 @@ import { closeSync, fchmodSync, fdatasync, openSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Kysely, SqliteDialect, sql, type CompiledQuery, type QueryResult } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
-import type { ColumnInfo, Dialect, Tx } from './dialect.js';
+import type { ColumnInfo, Dialect, Executor, Tx } from './dialect.js';
 import { sqliteFlavor } from './sqlite-flavor.js';
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js';
 
@@ -31,8 +31,8 @@ const STATEMENT_CACHE_SIZE = 512;
 /**
  * Kysely prepares every query anew, and preparing costs about as much as running a join; the
  * same texts come back on every request, so prepared statements are kept by text (least recently
- * used first out). Kysely runs one query at a time on this connection, so a statement is never in
- * use twice at once.
+ * used first out). Statements run one at a time on this connection, each to its end (Kysely's and
+ * those run straight, below), so a statement is never in use twice at once.
  */
 function withStatementCache(database: Database.Database): { prepare(sqlText: string): Database.Statement; close(): void } {
   const statements = new Map<string, Database.Statement>();
@@ -216,7 +216,7 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
         }
       }),
     // Stryker: the query builder answers the same, only later.
-    execute: async <R>(ex: Dialect['db'] | Tx, query: CompiledQuery) => (ex === writing ? run(query) : await ex.executeQuery(query)) as QueryResult<R>,
+    execute: async <R>(ex: Executor, query: CompiledQuery) => (ex === writing ? run(query) : await ex.executeQuery(query)) as QueryResult<R>,
     durable,
     beginWrite: () => checkpointer?.beginWrite(),
     endWrite: () => checkpointer?.endWrite(),
