@@ -296,11 +296,23 @@ describe('writes and the disk', () => {
     }
   });
 
+  /** A listener that keeps the delivery of changes waiting until `release`; `end` also unsubscribes it. */
+  function holdDelivery(): { release: () => void; end: () => void } {
+    let release!: () => void;
+    const delivering = new Promise<void>((resolve) => (release = resolve));
+    const stop = onDisk.changes.subscribe(() => delivering);
+    return {
+      release,
+      end: () => {
+        release();
+        stop();
+      },
+    };
+  }
+
   it('the flush starts at the commit, while its changes are delivered; the write answers once both are done', async () => {
     held = true;
-    let delivered!: () => void;
-    const delivering = new Promise<void>((resolve) => (delivered = resolve));
-    const stop = onDisk.changes.subscribe(() => delivering);
+    const delivery = holdDelivery();
     let answered = false;
     try {
       const write = onDisk.write((ctx) => ctx.insert('identity-types', identityType('d5'))).then(() => (answered = true));
@@ -309,21 +321,18 @@ describe('writes and the disk', () => {
       flushes.shift()!.done();
       await new Promise((resolve) => setTimeout(resolve, 10));
       expect(answered).toBe(false);
-      delivered();
+      delivery.release();
       await write;
       expect(answered).toBe(true);
     } finally {
       held = false;
-      delivered();
-      stop();
+      delivery.end();
     }
   });
 
   it('a flush that fails while the changes are still delivered fails the write once they are', async () => {
     held = true;
-    let delivered!: () => void;
-    const delivering = new Promise<void>((resolve) => (delivered = resolve));
-    const stop = onDisk.changes.subscribe(() => delivering);
+    const delivery = holdDelivery();
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
@@ -336,14 +345,13 @@ describe('writes and the disk', () => {
       await vi.waitFor(() => expect(flushes).toHaveLength(1));
       flushes.shift()!.fail(new Error('EIO: the disk failed'));
       await new Promise((resolve) => setTimeout(resolve, 10));
-      delivered();
+      delivery.release();
       expect(await outcome).toBe('EIO: the disk failed');
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
       held = false;
-      delivered();
-      stop();
+      delivery.end();
     }
   });
 
