@@ -222,7 +222,7 @@ describe('compiled statements', () => {
       let settled = false;
       const failed = own.commit(async (tx) => {
         const inserted = await d.execute(tx, CompiledQuery.raw('insert into things (id) values (?), (?)', ['a', 'b']));
-        expect(inserted.numAffectedRows).toBe(2n);
+        expect(inserted).toMatchObject({ numAffectedRows: 2n, rows: [] });
         expect(await n(tx)).toBe(2);
         outside = n(own.db).finally(() => (settled = true));
         await new Promise((resolve) => setTimeout(resolve, 10));
@@ -232,8 +232,15 @@ describe('compiled statements', () => {
       await expect(failed).rejects.toThrow('rolled back');
       expect(await outside).toBe(0);
       expect(await n(own.db)).toBe(0);
-      // The next write transaction's statements run in it, as the first one's did.
-      await own.commit((tx) => d.execute(tx, CompiledQuery.raw('insert into things (id) values (?)', ['c'])));
+      // The next write transaction's statements run in it, as the first one's did; once it has
+      // ended, a statement on it is refused, as the query builder refuses it.
+      let ended!: Tx;
+      await own.commit(async (tx) => {
+        ended = tx;
+        await d.execute(tx, CompiledQuery.raw('insert into things (id) values (?)', ['c']));
+      });
+      expect(await n(own.db)).toBe(1);
+      await expect(d.execute(ended, CompiledQuery.raw('insert into things (id) values (?)', ['d']))).rejects.toThrow('already committed');
       expect(await n(own.db)).toBe(1);
     } finally {
       await own.close();
