@@ -242,6 +242,19 @@ describe('compiled statements', () => {
       expect(await n(own.db)).toBe(1);
       await expect(d.execute(ended, CompiledQuery.raw('insert into things (id) values (?)', ['d']))).rejects.toThrow('already committed');
       expect(await n(own.db)).toBe(1);
+      // A statement outside waits for any transaction that is open, whoever opened it: here one of
+      // the query builder's own.
+      settled = false;
+      await expect(
+        own.db.transaction().execute(async (tx) => {
+          await tx.insertInto('things' as never).values({ id: 'e' } as never).execute();
+          outside = n(own.db).finally(() => (settled = true));
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          expect(settled).toBe(false);
+          throw new Error('rolled back too');
+        }),
+      ).rejects.toThrow('rolled back too');
+      expect(await outside).toBe(1);
     } finally {
       await own.close();
     }

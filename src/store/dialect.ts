@@ -31,9 +31,11 @@ export interface Dialect {
    */
   writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /**
-   * Runs a compiled query on `ex`. SQLite runs those of its open write transaction straight on the
-   * connection: the query builder's way there (a connection queue and a chain of promises) costs
-   * more than a simple statement, and a write transaction runs several per write.
+   * Runs a compiled query on `ex`. SQLite runs those of its open write transaction, and those on the
+   * store while no transaction is open, straight on the connection: the query builder's way there (a
+   * connection queue and a chain of promises) costs more than a simple statement, and a write
+   * transaction runs several per write. A statement on the store while a transaction is open waits
+   * for its end that way, so it never sees uncommitted rows.
    */
   execute<R = unknown>(ex: Executor, query: CompiledQuery): Promise<QueryResult<R>>;
   /** A value as the driver binds it. */

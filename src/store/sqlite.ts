@@ -216,7 +216,8 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
         }
       }),
     // Stryker: the query builder answers the same, only later.
-    execute: async <R>(ex: Executor, query: CompiledQuery) => (ex === writing ? run(query) : await ex.executeQuery(query)) as QueryResult<R>,
+    execute: async <R>(ex: Executor, query: CompiledQuery) =>
+      (ex === writing || (ex === db && !database.inTransaction) ? run(query) : await ex.executeQuery(query)) as QueryResult<R>,
     durable,
     beginWrite: () => checkpointer?.beginWrite(),
     endWrite: () => checkpointer?.endWrite(),
