@@ -505,6 +505,42 @@ describe('the change feed and deletes', () => {
     expect(session.isMfaComplete).toBe(true);
     expect(await row(session.id)).toMatchObject({ is_mfa_complete: 1, updated_at: iso(T0 + MINUTE) });
     expect((await restarted().resolve(token))?.isMfaComplete).toBe(true);
+    // The copy it brought up to date is kept, not read back.
+    const findBy = vi.spyOn(kernel.repo('api-sessions'), 'findBy');
+    expect(sessions.cached(session.id)).toBe(session);
+    expect(await sessions.resolve(token)).toBe(session);
+    expect(findBy).not.toHaveBeenCalled();
+    // A later change by another path is read again.
+    await kernel.write((ctx) => ctx.update('api-sessions', session.id, { mfaPassedAt: null }, 'alice'));
+    expect(sessions.cached(session.id)).toBeUndefined();
+    expect((await sessions.resolve(token))?.mfaPassedAt).toBeNull();
+  });
+
+  it('a read under way when the MFA write commits does not replace the copy that write kept', async () => {
+    const { session, token } = await sessions.create(values());
+    sessions.reset();
+    const stale = await kernel.repo('api-sessions').findBy(store.db, 'tokenHash', hashToken(token));
+    let release!: () => void;
+    vi.spyOn(kernel.repo('api-sessions'), 'findBy').mockImplementationOnce(async () => {
+      await new Promise<void>((resolve) => (release = resolve));
+      return stale;
+    });
+    const pending = sessions.resolve(token);
+    await sessions.setMfaComplete(session);
+    release();
+    expect((await pending)?.isMfaComplete).toBe(false);
+    expect(sessions.cached(session.id)).toBe(session);
+    expect((await sessions.resolve(token))?.isMfaComplete).toBe(true);
+  });
+
+  it('an MFA write that finds its session gone keeps nothing, then or at a later change', async () => {
+    const { session, token } = await sessions.create(values());
+    await kernel.write((ctx) => ctx.remove('api-sessions', session.id, 'alice'));
+    await sessions.setMfaComplete(session);
+    expect(sessions.cached(session.id)).toBeUndefined();
+    sessions.onChange({ collection: 'api-sessions', kind: 'update', id: session.id });
+    expect(sessions.cached(session.id)).toBeUndefined();
+    expect(await sessions.resolve(token)).toBeUndefined();
   });
 
   it("an identity deleted takes its sessions' memory and unwritten activity with it, and no other's", async () => {

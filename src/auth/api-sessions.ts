@@ -51,6 +51,11 @@ export class ApiSessions implements Cache {
   private readonly byHash = new Map<string, string>();
   /** Activity not yet written to the store: id → the latest request's time (and its identity). */
   private readonly activity = new Map<string, { at: number; identityId: string }>();
+  /**
+   * Sessions this process's own write brought up to date as it committed (MFA passed), until that
+   * write delivers its change: that copy is kept again rather than read back.
+   */
+  private readonly written = new Map<string, ApiSession>();
   /** Sessions something else keeps alive past their idle timeout (an OIDC refresh grant), id → until. */
   private readonly holds = new Map<string, number>();
   // Stryker: clearing something that is not a timer does nothing, so a stray entry here is not seen.
@@ -173,10 +178,11 @@ export class ApiSessions implements Cache {
   /** setMfaComplete inside a write of the caller's (the one taking the code), so both commit together. */
   async mfaCompleteIn(ctx: WriteContext, session: ApiSession): Promise<void> {
     const at = this.clock();
-    await ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId);
+    const updated = await ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId);
     ctx.afterCommit(() => {
       session.isMfaComplete = true;
       session.mfaPassedAt = at;
+      if (updated) this.written.set(session.id, session);
     });
   }
 
@@ -213,6 +219,7 @@ export class ApiSessions implements Cache {
   /** Forgets sessions the store no longer has (deleted with their identity, or by another path). */
   forget(id: string): void {
     this.byId.delete(id);
+    this.written.delete(id);
     this.holds.delete(id);
     this.activity.delete(id);
   }
@@ -224,9 +231,16 @@ export class ApiSessions implements Cache {
 
   onChange(c: Change): void {
     if (c.collection === 'api-sessions') {
-      // A changed session is read again when next used; a deleted one is gone with what memory held of it.
+      const written = this.written.get(c.id);
+      this.written.delete(c.id);
+      // A changed session is read again when next used, unless this change is the one its copy took
+      // as it was written: then that copy is kept (again; a read under way is not). A deleted one is
+      // gone with what memory held of it.
       if (c.kind === 'delete') this.forget(c.id);
-      else if (c.kind === 'update') this.byId.delete(c.id);
+      else if (c.kind === 'update') {
+        this.byId.delete(c.id);
+        if (written) this.remember(written);
+      }
     } else if (c.collection === 'identities' && c.kind === 'delete') {
       this.forgetIdentity(c.id);
     }
@@ -235,6 +249,7 @@ export class ApiSessions implements Cache {
   /** Drops the sessions kept; activity not yet written and holds are not a copy of the store and stay. */
   reset(): void {
     this.byId.clear();
+    this.written.clear();
   }
 
   /** Writes recorded activity in one transaction. */
