@@ -266,27 +266,43 @@ describe('activity written in batches', () => {
     expect(await storedActivity(session.id)).toBe(iso(T0 + 2 * MINUTE));
     expect(changes).toEqual([{ collection: 'api-sessions', kind: 'update', id: session.id, ownerId: 'alice' }]);
     expect(await sessions.flush()).toBe(0);
-    // The write was a change of the session: it is read again, with what was written.
+    // The write was a change of the session, one its kept copy already knew: that copy stays.
     const read = (await sessions.load(session.id))!;
-    expect(read).not.toBe(session);
+    expect(read).toBe(session);
     expect([read.lastActivityAt, read.storedActivityAt]).toEqual([T0 + 2 * MINUTE, T0 + 2 * MINUTE]);
     // Touched again at the time now stored: nothing to write.
     sessions.touch(read);
     expect(await sessions.flush()).toBe(0);
   });
 
-  it('a session still kept after a flush learns what was written', async () => {
-    // Not following the change feed, so the flushed session stays in memory.
-    const alone = restarted();
-    const { session } = await alone.create(values());
+  it('a session kept stays kept through a flush, not read back, and learns what was written', async () => {
+    const { session, token } = await sessions.create(values());
     now = T0 + MINUTE;
-    alone.touch(session);
-    expect(await alone.flush()).toBe(1);
-    expect(alone.cached(session.id)).toBe(session);
+    sessions.touch(session);
+    changes = [];
+    expect(await sessions.flush()).toBe(1);
+    expect(changes).toEqual([{ collection: 'api-sessions', kind: 'update', id: session.id, ownerId: 'alice' }]);
+    expect(sessions.cached(session.id)).toBe(session);
+    expect(await sessions.resolve(token)).toBe(session);
     expect(session.storedActivityAt).toBe(T0 + MINUTE);
     // Touched again at the time now stored: nothing to write.
-    alone.touch(session);
-    expect(await alone.flush()).toBe(0);
+    sessions.touch(session);
+    expect(await sessions.flush()).toBe(0);
+  });
+
+  it('a flush does not bring back a copy that a change by another path dropped', async () => {
+    const { session, token } = await sessions.create(values());
+    await sessions.setMfaComplete(session);
+    now = T0 + MINUTE;
+    sessions.touch(session);
+    // Queued together: one batch, the other path's write first.
+    const other = kernel.write((ctx) => ctx.update('api-sessions', session.id, { mfaPassedAt: null }, 'alice'));
+    const flushed = sessions.flush();
+    await Promise.all([other, flushed]);
+    expect(sessions.cached(session.id)).toBeUndefined();
+    const read = await sessions.resolve(token);
+    expect(read?.mfaPassedAt).toBeNull();
+    expect(read?.lastActivityAt).toBe(T0 + MINUTE);
   });
 
   it('writes the activity of many sessions in one flush', async () => {
@@ -517,7 +533,7 @@ describe('the change feed and deletes', () => {
   });
 
   it('a read under way when the MFA write commits does not replace the copy that write kept', async () => {
-    const { session, token } = await sessions.create(values());
+    const { token } = await sessions.create(values());
     sessions.reset();
     const stale = await kernel.repo('api-sessions').findBy(store.db, 'tokenHash', hashToken(token));
     let release!: () => void;
@@ -526,11 +542,36 @@ describe('the change feed and deletes', () => {
       return stale;
     });
     const pending = sessions.resolve(token);
+    // A second request reads the session meanwhile, is kept, and completes MFA.
+    const session = (await sessions.resolve(token))!;
+    expect(sessions.cached(session.id)).toBe(session);
     await sessions.setMfaComplete(session);
     release();
     expect((await pending)?.isMfaComplete).toBe(false);
     expect(sessions.cached(session.id)).toBe(session);
     expect((await sessions.resolve(token))?.isMfaComplete).toBe(true);
+  });
+
+  it('an MFA write keeps no copy but the one it brought up to date', async () => {
+    const { session, token } = await sessions.create(values());
+    // Another path changes the session; the next request reads it again.
+    await kernel.write((ctx) => ctx.update('api-sessions', session.id, { ipAddress: '192.0.2.8' }, 'alice'));
+    const read = (await sessions.resolve(token))!;
+    expect(read).not.toBe(session);
+    // A request that resolved it before completes MFA on the copy it holds.
+    await sessions.setMfaComplete(session);
+    expect(sessions.cached(session.id)).toBeUndefined();
+    expect(await sessions.resolve(token)).toMatchObject({ isMfaComplete: true, ipAddress: '192.0.2.8' });
+  });
+
+  it('a reset between an MFA write and its change leaves nothing kept', async () => {
+    const { session } = await sessions.create(values());
+    await kernel.write(async (ctx) => {
+      await sessions.mfaCompleteIn(ctx, session);
+      ctx.afterCommit(() => sessions.reset());
+    });
+    expect(session.isMfaComplete).toBe(true);
+    expect(sessions.cached(session.id)).toBeUndefined();
   });
 
   it('an MFA write that finds its session gone keeps nothing, then or at a later change', async () => {

@@ -1,8 +1,9 @@
 // Legacy API sessions: opaque tokens stored only as hashes, resolved from memory on the hot path,
 // with a sliding expiry. Activity is recorded in memory and written in batches; a sweep removes
 // expired sessions. The sessions kept in memory are a cache like any other: a change of a session
-// drops it (the next request reads it again), and activity not yet written is kept apart from the
-// cache, so dropping the cache never loses it.
+// drops it (the next request reads it again) unless the write was this process's own and its copy
+// already holds what it stored (MFA passed, activity written); activity not yet written is kept
+// apart from the cache, so dropping the cache never loses it.
 import { iso, type Clock } from '../clock.js';
 import { newUuid } from '../ids.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
@@ -52,8 +53,8 @@ export class ApiSessions implements Cache {
   /** Activity not yet written to the store: id → the latest request's time (and its identity). */
   private readonly activity = new Map<string, { at: number; identityId: string }>();
   /**
-   * Sessions this process's own write brought up to date as it committed (MFA passed), until that
-   * write delivers its change: that copy is kept again rather than read back.
+   * Sessions whose kept copy holds what this process's own write stored (MFA passed, activity), until
+   * that write delivers its change: that copy is kept again rather than read back.
    */
   private readonly written = new Map<string, ApiSession>();
   /** Sessions something else keeps alive past their idle timeout (an OIDC refresh grant), id → until. */
@@ -178,11 +179,12 @@ export class ApiSessions implements Cache {
   /** setMfaComplete inside a write of the caller's (the one taking the code), so both commit together. */
   async mfaCompleteIn(ctx: WriteContext, session: ApiSession): Promise<void> {
     const at = this.clock();
-    const updated = await ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId);
+    await ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId);
     ctx.afterCommit(() => {
       session.isMfaComplete = true;
       session.mfaPassedAt = at;
-      if (updated) this.written.set(session.id, session);
+      // A session whose row is gone is no longer kept either, so this keeps nothing for it.
+      this.keepOnChange(session.id, session);
     });
   }
 
@@ -219,7 +221,6 @@ export class ApiSessions implements Cache {
   /** Forgets sessions the store no longer has (deleted with their identity, or by another path). */
   forget(id: string): void {
     this.byId.delete(id);
-    this.written.delete(id);
     this.holds.delete(id);
     this.activity.delete(id);
   }
@@ -258,7 +259,11 @@ export class ApiSessions implements Cache {
     // Stryker: an empty write changes nothing; the return spares a transaction.
     if (dirty.length === 0) return 0;
     await this.kernel.write(async (ctx) => {
-      for (const d of dirty) await ctx.update('api-sessions', d.id, { lastActivityAt: iso(d.at) }, d.identityId);
+      for (const d of dirty) {
+        await ctx.update('api-sessions', d.id, { lastActivityAt: iso(d.at) }, d.identityId);
+        // A kept copy already knows this activity (or later). One whose row is gone is not kept.
+        ctx.afterCommit(() => this.keepOnChange(d.id));
+      }
     });
     for (const d of dirty) {
       if (this.activity.get(d.id)?.at === d.at) this.activity.delete(d.id);
@@ -315,6 +320,17 @@ export class ApiSessions implements Cache {
     // Stryker: as for the field, a stray entry is never a timer that runs.
     this.timers = [];
     await this.flush();
+  }
+
+  /**
+   * As a write that updated session `id` commits: its kept copy, which holds what the write stored,
+   * stays when the write's change arrives. Only that copy (`expected`, when given): one dropped or
+   * replaced meanwhile (by an earlier write's change, or a read) is left to the change.
+   */
+  private keepOnChange(id: string, expected?: ApiSession): void {
+    const kept = this.byId.peek(id);
+    // Stryker: without `kept &&` an absent copy is noted, and puts nothing back.
+    if (kept && (expected === undefined || kept === expected)) this.written.set(id, kept);
   }
 
   /** Keeps a session; one read from the store is kept only if nothing was dropped since `seen`. */
