@@ -5,7 +5,7 @@
 import { X509Certificate } from 'node:crypto';
 import { hash } from '@node-rs/argon2';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Core } from '../src/app/core.js';
+import type { Core } from '../src/core/core.js';
 import { authenticatePrimary, checkCurrentPassword, login, type PrimaryCredentials } from '../src/auth/login.js';
 import { isWeaker, verifyPassword } from '../src/auth/passwords.js';
 import { ApiError } from '../src/errors.js';

@@ -15,11 +15,11 @@ import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
 import { clientRoutes } from '../http/client/index.js';
 import { managementRoutes } from '../http/management/index.js';
 import { registerOidcApi } from '../http/oidc/index.js';
-import type { Core } from './core.js';
+import type { Core } from '../core/core.js';
 import { ConnectionLimits, serverTimeoutOptions } from './connection-limits.js';
 import { recordRequests } from '../http/request-log.js';
 import { registerProbes } from '../http/probes.js';
-import { requestLogger } from './logger.js';
+import { requestLogger } from '../core/logger.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 

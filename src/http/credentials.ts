@@ -10,7 +10,7 @@ import { iso } from '../clock.js';
 import { allows } from '../auth/permissions.js';
 import type { ApiSession } from '../auth/api-sessions.js';
 import type { IdentityState } from '../auth/identity-directory.js';
-import type { Core } from '../app/core.js';
+import type { Core } from '../core/core.js';
 import type { Caller } from '../domain/client/caller.js';
 import { BearerError } from '../oidc/bearer.js';
 import type { AccessClaims } from '../oidc/tokens.js';

@@ -3,7 +3,7 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
-import type { Core } from '../app/core.js';
+import type { Core } from '../core/core.js';
 import { answerCheck } from './answer-check.js';
 import { API_VERSION } from './envelope.js';
 import { credentialHook } from './credentials.js';

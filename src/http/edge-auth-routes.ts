@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, fieldError } from '../errors.js';
-import type { Core } from '../app/core.js';
+import type { Core } from '../core/core.js';
 import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '../auth/login.js';
 import { certExtensionFlagsOf, sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
 import { secondFactorOutstanding } from '../auth/ext-jwt-factor.js';

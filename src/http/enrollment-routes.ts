@@ -2,7 +2,7 @@
 // with (no credential needed).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../app/core.js';
+import type { Core } from '../core/core.js';
 import { PUBLIC } from './auth-requirements.js';
 import { envelope } from './envelope.js';
 import { dataEnvelopeSchema } from './resource-routes.js';

@@ -6,7 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { iso } from '../clock.js';
 import { notFound } from '../errors.js';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
-import type { Core } from '../app/core.js';
+import type { Core } from '../core/core.js';
 import { envelope } from './envelope.js';
 import { LinksSchema } from '../resources/kit.js';
 import { dataEnvelopeSchema } from './resource-routes.js';

@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Core } from '../app/core.js';
+import type { Core } from '../core/core.js';
 import type { AttemptScope } from '../auth/mfa.js';
 import { fieldError } from '../errors.js';
 import { EMPTY, envelope } from './envelope.js';

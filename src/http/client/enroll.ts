@@ -9,7 +9,7 @@
 // or a username are not cached.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { fieldError } from '../../errors.js';
 import { MAX_CSR_PEM } from '../../pki/index.js';
 import { MAX_NAME } from '../../resources/kit.js';

@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import type { FilterSpec } from '../../resources/kit.js';
 import { TagsSchema, LinksSchema } from '../../resources/kit.js';
 import { TARGET_TOKENS } from '../../resources/external-jwt-signers.js';

@@ -1,7 +1,7 @@
 // The Edge Client API's own routes (beyond the informational ones), each module given the objects
 // it uses: the read model's rooms built by createApp, the answer cache, the resources.
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { edgeAuthRoutes } from '../edge-auth-routes.js';
 import { mfaRoutes } from '../mfa-routes.js';
 import { apiSessionCertificateRoutes } from './api-session-certificates.js';

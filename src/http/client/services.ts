@@ -26,7 +26,7 @@ import { envelope } from '../envelope.js';
 import { listMeta, MAX_LIMIT, parseList } from '../list.js';
 import { named } from '../openapi.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
-import type { AnswerCache } from './answer-cache.js';
+import type { AnswerCache } from '../../core/answer-cache.js';
 import { callerOf } from '../credentials.js';
 
 const ConfigTypesQuery = {

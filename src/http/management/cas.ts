@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { caEnrollmentJwt, verifyCa } from '../../domain/cas.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';

@@ -3,7 +3,7 @@
 // results name records of every kind, and a snapshot copies every secret the store holds.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { ADMIN_ONLY } from '../auth-requirements.js';
 import { dataEnvelopeSchema, EmptySchema } from '../resource-routes.js';

@@ -2,7 +2,7 @@
 // enrollment's token, and reverting an authenticator to an enrollment.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { allows } from '../../auth/permissions.js';
 import { ApiError } from '../../errors.js';
 import { routeAuth } from '../auth-requirements.js';

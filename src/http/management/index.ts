@@ -1,7 +1,7 @@
 // The Edge Management API's own routes (beyond the informational ones).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { disableIdentity, enableIdentity, removeIdentityMfa } from '../../domain/identities.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { EMPTY, envelope } from '../envelope.js';

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { iso } from '../../clock.js';
 import { builtInControllerSettings, countRecords, effectiveControllerSetting, revoke } from '../../domain/operations.js';
 import { createSchema, DateTimeSchema, LinksSchema, TagsSchema } from '../../resources/kit.js';

@@ -1,6 +1,6 @@
 // Management routes of the policies area: the generic routes of every policy kind.
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { POLICY_COLLECTIONS } from '../../resources/relations.js';
 import { registerResourceRoutes } from '../resource-routes.js';
 

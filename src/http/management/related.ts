@@ -2,7 +2,7 @@
 // them), policy advice and the role attribute lists.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { allows } from '../../auth/permissions.js';
 import { policyAdvice } from '../../domain/advice.js';
 import {

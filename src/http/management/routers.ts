@@ -3,7 +3,7 @@
 // related list, related.ts).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { assertPostureCheckType, TypeIdBodySchema } from '../../domain/posture-checks.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import { patchSchema, updateSchema } from '../../resources/kit.js';

@@ -3,7 +3,7 @@
 // lists (related.ts).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { roleFilterScope, RoleFilterQuery } from '../../domain/role-filter.js';
 import {
   associateIdentityServiceConfigs,

@@ -2,7 +2,7 @@
 // Takes the identity group's update permission, like the identity's other switches (disable, enable).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import type { TraceSpec } from '../../domain/tracing.js';
 import { envelope } from '../envelope.js';
 import { routeAuth } from '../auth-requirements.js';

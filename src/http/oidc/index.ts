@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, fieldError, OIDC_STATUS } from '../../errors.js';
 import type { BindPoint, ListenerConfig } from '../../config/index.js';
-import type { Core } from '../../app/core.js';
+import type { Core } from '../../core/core.js';
 import { authenticatePrimary, type LoginMethod } from '../../auth/login.js';
 import { OAuthError } from '../../oidc/errors.js';
 import { EXT_JWT_FACTOR, TOTP_FACTOR, type AuthRequest } from '../../oidc/flow.js';

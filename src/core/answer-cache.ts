@@ -1,8 +1,8 @@
 // Serialized answers of the Client API's repeated reads, per API session: a caller polling the same
 // list gets the same bytes while nothing its answer depends on (the view stamp) has moved.
-import { BoundedMap } from '../../kernel/bounded-map.js';
-import type { Cache } from '../../kernel/caches.js';
-import type { Change } from '../../kernel/changes.js';
+import { BoundedMap } from '../kernel/bounded-map.js';
+import type { Cache } from '../kernel/caches.js';
+import type { Change } from '../kernel/changes.js';
 
 /**
  * Serialized answers of a caller's repeated reads (the same request of the same API session), good

@@ -21,7 +21,7 @@ import type { Mfa } from '../auth/mfa.js';
 import type { OidcProvider } from '../oidc/provider.js';
 import type { OidcSettingsView } from '../oidc/settings.js';
 import type { ClientReadModel } from '../domain/client/read-model.js';
-import type { AnswerCache } from '../http/client/answer-cache.js';
+import type { AnswerCache } from './answer-cache.js';
 import type { SecretBox } from '../auth/secret-box.js';
 import type { Enrollments } from '../domain/enrollments.js';
 import type { RouterEnrollments } from '../domain/router-enrollment.js';
