@@ -460,7 +460,7 @@ interface Section {
 async function prepare(ctx: BenchContext, endpoints: Scenario[]): Promise<void> {
   for (const scenario of endpoints) await scenario.setup?.(ctx, scenario);
   for (const s of endpoints) {
-    await s.dynamic?.prepare(ctx, 1);
+    await s.dynamic?.prepare(ctx, 1, 0);
     const headers = s.dynamic?.headers ? { ...s.headers, ...s.dynamic.headers() } : s.headers;
     const body = s.dynamic ? s.dynamic.body() : s.body;
     const requestOf = s.server === 'peer' ? ctx.peer.request : ctx.request;
@@ -486,7 +486,7 @@ async function measureSection(section: Section): Promise<EndpointResult[]> {
   const urlOf = (s: Scenario): string => (s.server === 'peer' ? ctx.peer.url : ctx.url);
   const run = async (s: Scenario, seconds: number, record: boolean): Promise<Segment> => {
     if (s.changeBefore) return afterChanges(ctx, s, seconds);
-    await s.dynamic?.prepare(ctx, s.connections ?? connections);
+    await s.dynamic?.prepare(ctx, s.connections ?? connections, seconds);
     return drive(urlOf(s), s, seconds, s.connections ?? connections, record);
   };
   const warmups = new Map<Scenario, Segment>();

@@ -31,8 +31,11 @@ export interface BenchContext {
 
 /** A request whose body comes from the previous answer (each connection follows a token chain). */
 export interface DynamicRequests {
-  /** Runs before every autocannon run: requests in flight when a run stops are lost with their chain. */
-  prepare(ctx: BenchContext, connections: number): Promise<void>;
+  /**
+   * Runs before every autocannon run of `seconds` (0: the one check request): requests in flight
+   * when a run stops are lost with their chain.
+   */
+  prepare(ctx: BenchContext, connections: number, seconds: number): Promise<void>;
   /** The body of the next request. */
   body(): string;
   /** Headers of the next request beside the scenario's, when they change too. */
@@ -163,6 +166,38 @@ function refreshChains(mint: (ctx: BenchContext, n: number) => Promise<string[]>
   };
 }
 
+/**
+ * Single-use requests (tokens, codes), made outside the timing before each run: as many as the run
+ * would spend at the rate the last run was asked for them, half as many again, and never fewer
+ * than `floor`. A run that found none left would be refused and counted as failures, and each
+ * refusal, answered fast, would make the rate look higher than it is.
+ */
+class SingleUsePool<T> {
+  private readonly items: T[] = [];
+  /** Items asked for since the last fill (also those asked for when none was left). */
+  private asked = 0;
+  private lastSeconds = 0;
+
+  constructor(
+    private readonly floor: number,
+    /** Makes a few more items (several at once, as many as it likes). */
+    private readonly make: (ctx: BenchContext) => Promise<T[]>,
+  ) {}
+
+  async fill(ctx: BenchContext, seconds: number): Promise<void> {
+    const rate = this.lastSeconds > 0 ? this.asked / this.lastSeconds : 0;
+    const needed = Math.max(this.floor, Math.ceil(rate * seconds * 1.5));
+    while (this.items.length < needed) this.items.push(...(await this.make(ctx)));
+    this.asked = 0;
+    this.lastSeconds = seconds;
+  }
+
+  take(): T | undefined {
+    this.asked++;
+    return this.items.pop();
+  }
+}
+
 // ---- enrollment and certificates ----------------------------------------------------------------
 
 const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -194,21 +229,25 @@ async function ottToken(ctx: BenchContext, admin: Record<string, string>): Promi
   return token;
 }
 
-/** Tokens kept ready before each run of the enrollment scenario. */
+/** Tokens kept ready before each run of the enrollment scenario, at least. */
 const OTT_TOKENS_READY = 6_000;
 
 /** One-time enrollments, each spent by one request with the same CSR (its signing is the cost). */
 function ottEnrollments(): DynamicRequests {
-  const ready: string[] = [];
   let csr = '';
+  let admin: Record<string, string> | undefined;
+  const tokens = new SingleUsePool(OTT_TOKENS_READY, async (ctx) => {
+    admin ??= { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+    const session = admin;
+    return Promise.all(Array.from({ length: 16 }, () => ottToken(ctx, session)));
+  });
   return {
-    async prepare(ctx) {
+    async prepare(ctx, _connections, seconds) {
       if (csr === '') csr = await benchCsr();
-      if (ready.length >= OTT_TOKENS_READY) return;
-      const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
-      while (ready.length < OTT_TOKENS_READY) ready.push(...(await Promise.all(Array.from({ length: 16 }, () => ottToken(ctx, admin)))));
+      admin = undefined; // logged in anew when tokens are made
+      await tokens.fill(ctx, seconds);
     },
-    body: () => JSON.stringify({ token: ready.pop() ?? 'no-token-left', clientCsr: csr }),
+    body: () => JSON.stringify({ token: tokens.take() ?? 'no-token-left', clientCsr: csr }),
     answered() {},
   };
 }
@@ -225,10 +264,7 @@ async function enrolledDevice(ctx: BenchContext): Promise<{ cert: string; key: s
 
 // ---- MFA ---------------------------------------------------------------------------------------
 
-/**
- * Recovery codes kept ready before each run: more than a run spends (a half of 5 s at up to 3,000
- * requests a second). A request without a code left would be refused and counted as a failure.
- */
+/** Recovery codes kept ready before each run, at least (20 an identity). */
 const MFA_CODES_READY = 16_000;
 
 /**
@@ -238,10 +274,10 @@ const MFA_CODES_READY = 16_000;
  * a recovery code is checked and spent like a TOTP code, in one conditional write with the session.
  */
 function mfaCodes(): DynamicRequests {
-  const ready: { token: string; code: string }[] = [];
   let made = 0;
+  let admin: Record<string, string> | undefined;
   let next: { token: string; code: string } | undefined;
-  const enrolled = async (ctx: BenchContext, admin: Record<string, string>): Promise<void> => {
+  const enrolled = async (ctx: BenchContext, admin: Record<string, string>): Promise<{ token: string; code: string }[]> => {
     const name = `bench-mfa-${++made}-${randomBytes(4).toString('hex')}`;
     const password = randomBytes(12).toString('base64url');
     const created = await ctx.request('POST', '/edge/management/v1/identities', { headers: admin, body: JSON.stringify({ name, type: 'User', isAdmin: false }) });
@@ -261,18 +297,22 @@ function mfaCodes(): DynamicRequests {
     const code = new TOTP({ secret, algorithm: 'SHA1', digits: 6, period: 30 }).generate();
     const verified = await ctx.request('POST', '/edge/client/v1/current-identity/mfa/verify', { headers: session, body: JSON.stringify({ code }) });
     if (verified.status !== 200) throw new Error(`confirming the TOTP of ${name} failed: ${verified.status} ${verified.body}`);
-    for (const c of recoveryCodes) ready.push({ token, code: c });
+    return recoveryCodes.map((c) => ({ token, code: c }));
   };
+  const codes = new SingleUsePool(MFA_CODES_READY, async (ctx) => {
+    admin ??= { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+    const session = admin;
+    // A few at a time: the logins are Argon2id checks.
+    return (await Promise.all(Array.from({ length: 8 }, () => enrolled(ctx, session)))).flat();
+  });
   return {
-    async prepare(ctx) {
-      if (ready.length >= MFA_CODES_READY) return;
-      const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
-      // A few at a time: the logins are Argon2id checks.
-      while (ready.length < MFA_CODES_READY) await Promise.all(Array.from({ length: 8 }, () => enrolled(ctx, admin)));
+    async prepare(ctx, _connections, seconds) {
+      admin = undefined; // logged in anew when codes are made
+      await codes.fill(ctx, seconds);
     },
     // The headers are asked for first: they and the body are of the same pair.
     headers() {
-      next = ready.pop();
+      next = codes.take();
       return { 'overlay-session': next?.token ?? 'no-code-left', 'content-type': 'application/json' };
     },
     body: () => JSON.stringify({ code: next?.code ?? '000000' }),
