@@ -167,10 +167,10 @@ function refreshChains(mint: (ctx: BenchContext, n: number) => Promise<string[]>
 }
 
 /**
- * Single-use requests (tokens, codes), made outside the timing before each run: as many as the run
- * would spend at the rate the last run was asked for them, half as many again, and never fewer
- * than `floor`. A run that found none left would be refused and counted as failures, and each
- * refusal, answered fast, would make the rate look higher than it is.
+ * Single-use requests (tokens, codes), made by the admin outside the timing before each run: as
+ * many as the run would spend at the rate the last run was asked for them, half as many again, and
+ * never fewer than `floor`. A run that found none left would be refused and counted as failures,
+ * and each refusal, answered fast, would make the rate look higher than it is.
  */
 class SingleUsePool<T> {
   private readonly items: T[] = [];
@@ -180,14 +180,17 @@ class SingleUsePool<T> {
 
   constructor(
     private readonly floor: number,
-    /** Makes a few more items (several at once, as many as it likes). */
-    private readonly make: (ctx: BenchContext) => Promise<T[]>,
+    /** Makes a few more items (several at once, as many as it likes) with an admin session. */
+    private readonly make: (ctx: BenchContext, admin: Record<string, string>) => Promise<T[]>,
   ) {}
 
   async fill(ctx: BenchContext, seconds: number): Promise<void> {
     const rate = this.lastSeconds > 0 ? this.asked / this.lastSeconds : 0;
     const needed = Math.max(this.floor, Math.ceil(rate * seconds * 1.5));
-    while (this.items.length < needed) this.items.push(...(await this.make(ctx)));
+    if (this.items.length < needed) {
+      const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
+      while (this.items.length < needed) this.items.push(...(await this.make(ctx, admin)));
+    }
     this.asked = 0;
     this.lastSeconds = seconds;
   }
@@ -235,16 +238,10 @@ const OTT_TOKENS_READY = 6_000;
 /** One-time enrollments, each spent by one request with the same CSR (its signing is the cost). */
 function ottEnrollments(): DynamicRequests {
   let csr = '';
-  let admin: Record<string, string> | undefined;
-  const tokens = new SingleUsePool(OTT_TOKENS_READY, async (ctx) => {
-    admin ??= { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
-    const session = admin;
-    return Promise.all(Array.from({ length: 16 }, () => ottToken(ctx, session)));
-  });
+  const tokens = new SingleUsePool(OTT_TOKENS_READY, (ctx, admin) => Promise.all(Array.from({ length: 16 }, () => ottToken(ctx, admin))));
   return {
     async prepare(ctx, _connections, seconds) {
       if (csr === '') csr = await benchCsr();
-      admin = undefined; // logged in anew when tokens are made
       await tokens.fill(ctx, seconds);
     },
     body: () => JSON.stringify({ token: tokens.take() ?? 'no-token-left', clientCsr: csr }),
@@ -275,7 +272,6 @@ const MFA_CODES_READY = 16_000;
  */
 function mfaCodes(): DynamicRequests {
   let made = 0;
-  let admin: Record<string, string> | undefined;
   let next: { token: string; code: string } | undefined;
   const enrolled = async (ctx: BenchContext, admin: Record<string, string>): Promise<{ token: string; code: string }[]> => {
     const name = `bench-mfa-${++made}-${randomBytes(4).toString('hex')}`;
@@ -299,15 +295,10 @@ function mfaCodes(): DynamicRequests {
     if (verified.status !== 200) throw new Error(`confirming the TOTP of ${name} failed: ${verified.status} ${verified.body}`);
     return recoveryCodes.map((c) => ({ token, code: c }));
   };
-  const codes = new SingleUsePool(MFA_CODES_READY, async (ctx) => {
-    admin ??= { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
-    const session = admin;
-    // A few at a time: the logins are Argon2id checks.
-    return (await Promise.all(Array.from({ length: 8 }, () => enrolled(ctx, session)))).flat();
-  });
+  // A few at a time: the logins are Argon2id checks.
+  const codes = new SingleUsePool(MFA_CODES_READY, async (ctx, admin) => (await Promise.all(Array.from({ length: 8 }, () => enrolled(ctx, admin)))).flat());
   return {
     async prepare(ctx, _connections, seconds) {
-      admin = undefined; // logged in anew when codes are made
       await codes.fill(ctx, seconds);
     },
     // The headers are asked for first: they and the body are of the same pair.
