@@ -1,6 +1,7 @@
 // `npm run bench`: starts bench/server.js on a fresh data directory, drives each scenario and the
-// baseline with autocannon over HTTPS keep-alive, and reports requests/s, p50/p99 latency and the
-// ratio to the baseline (docs: DESIGN.md, Performance).
+// baseline with autocannon over HTTPS keep-alive, and reports requests/s, p50/p99 latency, the
+// server's CPU time per request (its main thread in the table, which bounds its rate; all its threads
+// too in the results file; Linux only) and the ratio to the baseline (docs: DESIGN.md, Performance).
 //
 //   npm run bench [-- --quick]      measured 10 s per endpoint (3 s with --quick)
 //   npm run bench -- --no-scale     without the scale section (--scale-only: just it)
@@ -45,7 +46,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -201,6 +202,8 @@ function verifiedRequest(base: URL, ca: string[]): BenchContext['request'] {
 interface Segment {
   requests: number;
   seconds: number;
+  /** Nanoseconds the server spent on a CPU meanwhile (its main thread, all its threads); absent off Linux or in process. */
+  serverCpuNs?: { main: number; all: number };
   /** Milliseconds, one per response; empty for a warm-up. */
   latencies: number[];
   failures: number;
@@ -343,6 +346,11 @@ interface EndpointResult {
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /**
+   * Server CPU per request, in µs: its main thread (which bounds its rate: JavaScript runs there) and
+   * all its threads (the WAL flush, the garbage collector's helpers). Null where not measured.
+   */
+  cpuUsPerRequest: { main: number; all: number } | null;
   ratio: number;
   /** What the ratio is taken against. */
   against: string;
@@ -372,6 +380,12 @@ function summarise(scenario: Scenario, segments: Segment[], warmup: Segment): Su
     requestsPerSecond: requests / seconds,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
+    cpuUsPerRequest: segments.every((s) => s.serverCpuNs)
+      ? {
+          main: segments.reduce((n, s) => n + s.serverCpuNs!.main, 0) / 1000 / requests,
+          all: segments.reduce((n, s) => n + s.serverCpuNs!.all, 0) / 1000 / requests,
+        }
+      : null,
     segmentsRequestsPerSecond: segments.map((s) => Math.round(s.requests / s.seconds)),
     failures: [warmup, ...segments].reduce((n, s) => n + s.failures, 0),
     statusCodes,
@@ -389,7 +403,7 @@ function layout(head: string[], rows: string[][]): string {
 const verdict = (pass: boolean | null): string => (pass === null ? '-' : pass ? 'PASS' : 'BELOW');
 
 function table(results: EndpointResult[]): string {
-  const head = ['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'vs', 'target', 'result'];
+  const head = ['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'main µs', 'ratio', 'vs', 'target', 'result'];
   const rows = results.map((r) => {
     const targets = [
       ...(r.target !== null && r.target > 0 ? [`>= ${r.target}`] : []),
@@ -400,6 +414,7 @@ function table(results: EndpointResult[]): string {
       r.requestsPerSecond.toFixed(0),
       r.p50Ms.toFixed(2),
       r.p99Ms.toFixed(2),
+      r.cpuUsPerRequest ? r.cpuUsPerRequest.main.toFixed(0) : '-',
       Number.isNaN(r.ratio) ? '-' : r.ratio.toFixed(2),
       r.against,
       targets.length === 0 ? '-' : targets.join(', '),
@@ -454,6 +469,8 @@ interface Section {
   inProcess: InProcessBaseline[];
   /** Runs once every endpoint is warmed up, before the measured runs. */
   afterWarmup?: () => void;
+  /** The controller's process, whose CPU time is measured beside its requests. */
+  serverPid: number;
 }
 
 /** Sets every endpoint up and checks it answers 2xx over verified TLS. */
@@ -487,7 +504,10 @@ async function measureSection(section: Section): Promise<EndpointResult[]> {
   const run = async (s: Scenario, seconds: number, record: boolean): Promise<Segment> => {
     if (s.changeBefore) return afterChanges(ctx, s, seconds);
     await s.dynamic?.prepare(ctx, s.connections ?? connections, seconds);
-    return drive(urlOf(s), s, seconds, s.connections ?? connections, record);
+    const before = s.server === 'peer' ? undefined : cpuTimeOf(section.serverPid);
+    const segment = await drive(urlOf(s), s, seconds, s.connections ?? connections, record);
+    const after = before && cpuTimeOf(section.serverPid);
+    return after ? { ...segment, serverCpuNs: { main: after.main - before.main, all: after.all - before.all } } : segment;
   };
   const warmups = new Map<Scenario, Segment>();
   for (const s of endpoints) warmups.set(s, await run(s, WARMUP_SECONDS, false));
@@ -585,6 +605,7 @@ async function mainSection(s: Settings, running: Running): Promise<EndpointResul
       endpoints,
       duration: s.duration,
       connections: s.connections,
+      serverPid: child.pid!,
       inProcess: [
         ...(chosen.some((x) => x.baseline === 'argon2') ? [{ kind: 'argon2', name: 'argon2id verify', rate: argon2Rate } as const] : []),
         ...(chosen.some((x) => x.baseline === 'csr-sign')
@@ -612,6 +633,27 @@ const MIB = 1024 * 1024;
 const SCALE_TARGETS = { startMs: 5000, memoryMiB: 1024, attributeChangeMs: 50, policyCreateMs: 2000 } as const;
 
 /** A field of /proc/<pid>/status in MiB (VmRSS: resident now, VmHWM: peak resident). */
+/**
+ * Nanoseconds a process has run on a CPU so far, its main thread and all its threads (Linux:
+ * /proc/<pid>/task/<tid>/schedstat); undefined elsewhere.
+ */
+function cpuTimeOf(pid: number): { main: number; all: number } | undefined {
+  const ran = (tid: string): number => Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+  try {
+    // A thread that ends between the listing and its read no longer counts.
+    const all = readdirSync(`/proc/${pid}/task`).reduce((n, tid) => {
+      try {
+        return n + ran(tid);
+      } catch {
+        return n;
+      }
+    }, 0);
+    return { main: ran(String(pid)), all };
+  } catch {
+    return undefined;
+  }
+}
+
 function procMemory(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   let status: string;
   try {
@@ -735,6 +777,7 @@ async function scaleSection(s: Settings, running: Running): Promise<ScaleResults
       endpoints,
       duration: s.duration,
       connections: s.connections,
+      serverPid: pid,
       inProcess: [],
       afterWarmup: () => {
         rssAfterWarmup = procMemory(pid, 'VmRSS');
