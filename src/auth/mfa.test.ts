@@ -494,6 +494,29 @@ describe('the enrollments kept in memory', () => {
     expect(reads.mock.calls.length).toBe(called + 1);
   });
 
+  it('keeps what a code taken stored, without reading it back; a write of another kind is read again', async () => {
+    const { secret, codes } = await enrolled();
+    const before = (await mfa.of(ALICE.id))!;
+    const reads = vi.spyOn(kernel.repo('mfas'), 'findBy');
+    await mfa.authenticate(ALICE.id, totpCode(secret, now), AT_SESSION);
+    await mfa.authenticate(ALICE.id, codes[0]!, AT_SESSION);
+    const kept = (await mfa.of(ALICE.id))!;
+    expect(reads).not.toHaveBeenCalled();
+    // What memory holds is the row as stored, field for field.
+    const stored = (await kernel.repo('mfas').get(store.db, before.id))!;
+    expect(kept).toEqual(stored);
+    expect(kept.lastTotpStep).toBe(Math.floor(now / STEP));
+    expect(kept.recoveryCodes.split(',')).toHaveLength(RECOVERY_CODE_COUNT - 1);
+    // The same code again is refused by the store, whatever memory holds.
+    await expect(mfa.authenticate(ALICE.id, totpCode(secret, now), AT_SESSION)).rejects.toMatchObject({ code: 'MFA_INVALID_TOKEN' });
+    await expect(mfa.authenticate(ALICE.id, codes[0]!, AT_SESSION)).rejects.toMatchObject({ code: 'MFA_INVALID_TOKEN' });
+    // Regenerated codes are a write without an after-image: read again.
+    await mfa.regenerate(ALICE.id, codes[1]!, AT_SESSION);
+    await mfa.of(ALICE.id);
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(await mfa.of(ALICE.id)).toEqual(await kernel.repo('mfas').get(store.db, before.id));
+  });
+
   it('forgets the enrollment of a deleted identity, and everything on a reset', async () => {
     await enrolled();
     await enrolled(BOB);

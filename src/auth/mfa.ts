@@ -96,6 +96,11 @@ export class Mfa implements Cache {
   private readonly attempts: FailureThrottle;
   /** Identity id → its enrollment, or none. */
   private readonly enrollments = new BoundedMap<string, { mfa: MfaEntity | undefined }>({ maxEntries: MAX_KEPT_ENROLLMENTS });
+  /**
+   * Enrollment id → what this process's own write of it stored, from its commit until its change
+   * arrives: that change then keeps it rather than leaving it to be read back.
+   */
+  private readonly written = new Map<string, MfaEntity>();
   /** The conditional writes that take a code, compiled once (a login's second factor is a hot path). */
   private readonly takes: { totp: Template; recovery: Template };
 
@@ -134,9 +139,15 @@ export class Mfa implements Cache {
 
   onChange(change: Change): void {
     if (change.collection === 'mfas') {
-      // Every write of an enrollment names its identity; one that does not empties the lot.
+      const written = this.written.get(change.id);
+      this.written.delete(change.id);
+      // Every write of an enrollment names its identity; one that does not empties the lot. A
+      // change that is the one a code taken here wrote keeps what it stored.
       if (change.ownerId === undefined) this.enrollments.clear();
-      else this.enrollments.delete(change.ownerId);
+      else {
+        this.enrollments.delete(change.ownerId);
+        if (written && change.kind === 'update') this.enrollments.set(change.ownerId, { mfa: written });
+      }
     } else if (change.collection === 'identities' && change.kind === 'delete') {
       // Its enrollment went with it (the store cascades).
       this.enrollments.delete(change.id);
@@ -145,6 +156,7 @@ export class Mfa implements Cache {
 
   reset(): void {
     this.enrollments.clear();
+    this.written.clear();
   }
 
   /** Whether the identity has a confirmed enrollment (every login then asks for a code). */
@@ -206,6 +218,8 @@ export class Mfa implements Cache {
       recovery: false,
       alsoWrite: async (ctx) => {
         await ctx.update('mfas', mfa.id, { isVerified: true, pendingRecoveryCodes: null, updatedAt: ctx.now }, identityId);
+        // The code's after-image is not the confirmed enrollment: read it back instead.
+        ctx.afterCommit(() => this.written.delete(mfa.id));
         await alsoWrite?.(ctx);
       },
     });
@@ -323,8 +337,11 @@ export class Mfa implements Cache {
     const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
     if (step === undefined) return false;
     return this.deps.kernel.write(async (ctx) => {
+      const current = await this.deps.kernel.repo('mfas').get(ctx.tx, mfa.id);
+      if (!current) return false;
       const result = await this.deps.kernel.store.dialect.execute(ctx.tx, this.takes.totp({ ':step': step, ':now': ctx.now, ':id': mfa.id }));
-      return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts);
+      const after = { ...current, lastTotpStep: step, updatedAt: ctx.now };
+      return this.tookCode(ctx, mfa, Number(result.numAffectedRows) === 1, opts, { before: current, after });
     });
   }
 
@@ -351,16 +368,14 @@ export class Mfa implements Cache {
     });
   }
 
-  /** `images`: the record before and after, when the writer has them (the audit trail then reads nothing). */
-  private async tookCode(
-    ctx: WriteContext,
-    mfa: MfaEntity,
-    taken: boolean,
-    opts: CodeCheck,
-    images?: { before: Record<string, unknown>; after: Record<string, unknown> },
-  ): Promise<boolean> {
+  /**
+   * Records the code taken (when it was): `images` are the record before and after, read in the
+   * write, so the audit trail reads nothing and the cache keeps the after-image.
+   */
+  private async tookCode(ctx: WriteContext, mfa: MfaEntity, taken: boolean, opts: CodeCheck, images: { before: MfaEntity; after: MfaEntity }): Promise<boolean> {
     if (!taken) return false;
     ctx.changed(withOwner({ collection: 'mfas', kind: 'update', id: mfa.id }, mfa.identityId), images);
+    ctx.afterCommit(() => this.written.set(mfa.id, images.after));
     await opts.alsoWrite?.(ctx);
     return true;
   }
