@@ -168,15 +168,18 @@ function refreshChains(mint: (ctx: BenchContext, n: number) => Promise<string[]>
 
 /**
  * Single-use requests (tokens, codes), made by the admin outside the timing before each run: as
- * many as the run would spend at the rate the last run was asked for them, half as many again, and
- * never fewer than `floor`. A run that found none left would be refused and counted as failures,
- * and each refusal, answered fast, would make the rate look higher than it is.
+ * many as the run would spend at the highest rate a run of this scenario was asked for them so far,
+ * twice over, and never fewer than `floor`. (This machine's speed doubles from one run to the next;
+ * a run that found none left would be refused and counted as failures, and each refusal, answered
+ * fast, would make the rate look higher than it is.)
  */
 class SingleUsePool<T> {
   private readonly items: T[] = [];
   /** Items asked for since the last fill (also those asked for when none was left). */
   private asked = 0;
   private lastSeconds = 0;
+  /** The highest rate a run asked for items, per second. */
+  private peakRate = 0;
 
   constructor(
     private readonly floor: number,
@@ -185,8 +188,8 @@ class SingleUsePool<T> {
   ) {}
 
   async fill(ctx: BenchContext, seconds: number): Promise<void> {
-    const rate = this.lastSeconds > 0 ? this.asked / this.lastSeconds : 0;
-    const needed = Math.max(this.floor, Math.ceil(rate * seconds * 1.5));
+    if (this.lastSeconds > 0) this.peakRate = Math.max(this.peakRate, this.asked / this.lastSeconds);
+    const needed = Math.max(this.floor, Math.ceil(this.peakRate * seconds * 2));
     if (this.items.length < needed) {
       const admin = { 'overlay-session': await login(ctx), 'content-type': 'application/json' };
       while (this.items.length < needed) this.items.push(...(await this.make(ctx, admin)));
