@@ -632,7 +632,6 @@ async function mainSection(s: Settings, running: Running): Promise<EndpointResul
 const MIB = 1024 * 1024;
 const SCALE_TARGETS = { startMs: 5000, memoryMiB: 1024, attributeChangeMs: 50, policyCreateMs: 2000 } as const;
 
-/** A field of /proc/<pid>/status in MiB (VmRSS: resident now, VmHWM: peak resident). */
 /**
  * Nanoseconds a process has run on a CPU so far, its main thread and all its threads (Linux:
  * /proc/<pid>/task/<tid>/schedstat); undefined elsewhere.
@@ -654,6 +653,7 @@ function cpuTimeOf(pid: number): { main: number; all: number } | undefined {
   }
 }
 
+/** A field of /proc/<pid>/status in MiB (VmRSS: resident now, VmHWM: peak resident). */
 function procMemory(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   let status: string;
   try {
