@@ -15,14 +15,26 @@ export function template(compiled: CompiledQuery, names: readonly string[]): Tem
   return (values) => ({ ...compiled, parameters: order.map((name) => values[name]) });
 }
 
+/** Binds a query's values by position: `values[i]` is the value of `names[i]`. */
+export type PositionalTemplate = (values: readonly unknown[]) => CompiledQuery;
+
+export function positional(compiled: CompiledQuery, names: readonly string[]): PositionalTemplate {
+  const order = compiled.parameters.map((p) => {
+    const at = names.indexOf(p as string);
+    if (at < 0) throw new Error(`unexpected parameter ${String(p)} in ${compiled.sql}`);
+    return at;
+  });
+  return (values) => ({ ...compiled, parameters: order.map((at) => values[at]) });
+}
+
 /** Templates kept per repository at most: updates from PATCHes come in many column sets. */
 const MAX_SHAPES = 256;
 
 /** Templates by a key saying their shape, made on first use; the oldest goes beyond MAX_SHAPES. */
-export class Templates {
-  private readonly byKey = new Map<string, Template>();
+export class Templates<T = Template> {
+  private readonly byKey = new Map<string, T>();
 
-  of(key: string, make: () => Template): Template {
+  of(key: string, make: () => T): T {
     let t = this.byKey.get(key);
     if (!t) {
       if (this.byKey.size >= MAX_SHAPES) this.byKey.delete(this.byKey.keys().next().value!);
