@@ -32,6 +32,38 @@ describe('BoundedMap', () => {
     expect(map.bytes).toBe(5);
   });
 
+  it('once over a bound of 64 or more, drops the oldest down to a 64th below it, in order', () => {
+    const dropped: string[] = [];
+    const map = new BoundedMap<string, number>({ maxEntries: 128, onDrop: (k) => dropped.push(k) });
+    for (let i = 0; i < 128; i++) map.set(`k${i}`, i);
+    expect(dropped).toEqual([]);
+    map.get('k0'); // used now: no longer among the oldest
+    map.set('k128', 128);
+    expect(dropped).toEqual(['k1', 'k2', 'k3']);
+    expect(map.size).toBe(126);
+    expect([...map.keys()].slice(-2)).toEqual(['k0', 'k128']);
+    map.set('k129', 129);
+    map.set('k130', 130);
+    expect(map.size).toBe(128);
+    expect(dropped).toHaveLength(3);
+  });
+
+  it('drops by bytes down to a 64th below the bound too, but never the entry just set', () => {
+    const dropped: string[] = [];
+    const map = new BoundedMap<string, string>({ maxEntries: 1000, maxBytes: 640, sizeOf: (v) => v.length, onDrop: (k) => dropped.push(k) });
+    map.set('a', 'x'.repeat(5));
+    map.set('b', 'x'.repeat(630));
+    expect(map.bytes).toBe(635);
+    map.set('c', 'x'.repeat(8));
+    // Without a, 638 bytes are within the bound, but not below 630: b goes too.
+    expect(dropped).toEqual(['a', 'b']);
+    expect(map.bytes).toBe(8);
+    // Over what the map drops down to (630) by itself, yet within the bound: kept, alone.
+    expect(map.set('d', 'x'.repeat(640))).toBe(true);
+    expect([...map.keys()]).toEqual(['d']);
+    expect(map.bytes).toBe(640);
+  });
+
   it('tells of every entry that leaves: replaced, deleted, cleared', () => {
     const dropped: string[] = [];
     const map = new BoundedMap<string, number>({ maxEntries: 10, onDrop: (k, v) => dropped.push(`${k}=${v}`) });

@@ -1,8 +1,8 @@
 // The one bounded map of every cache: least recently used entries go first once it holds more
-// than `maxEntries`, or, when entries are weighed, more than `maxBytes` in all. Caches need two
-// more things of it: to hear of each entry that leaves (their side indexes follow), and to know
-// whether anything was dropped while they read the store (a read that began before a drop must not
-// fill the map with what the drop removed).
+// than `maxEntries`, or, when entries are weighed, more than `maxBytes` in all (a 64th of the bound
+// more at once: see evict). Caches need two more things of it: to hear of each entry that leaves
+// (their side indexes follow), and to know whether anything was dropped while they read the store
+// (a read that began before a drop must not fill the map with what the drop removed).
 
 export interface BoundedMapOptions<K, V> {
   /** Entries kept at most. */
@@ -133,13 +133,28 @@ export class BoundedMap<K, V> {
     for (const slot of this.map.values()) yield slot.value;
   }
 
+  /**
+   * Once a bound is passed, drops the least recently used entries down to `belowBound` of each
+   * (never the entry just set), with one iterator for them all. A new iterator starts at the map's
+   * first slot and steps over every slot that deleted entries left there until V8 rehashes the map:
+   * in a full map of 200,000 entries that took 25–95 µs for each entry evicted one at a time.
+   */
   private evict(): void {
     const maxBytes = this.opts.maxBytes ?? Infinity;
-    while (this.map.size > this.opts.maxEntries || this.heldBytes > maxBytes) {
-      const [key, slot] = this.map.entries().next().value as [K, Slot<V>];
+    if (this.map.size <= this.opts.maxEntries && this.heldBytes <= maxBytes) return;
+    const entries = belowBound(this.opts.maxEntries);
+    const bytes = belowBound(maxBytes);
+    const oldest = this.map.entries();
+    while (this.map.size > 1 && (this.map.size > entries || this.heldBytes > bytes)) {
+      const [key, slot] = oldest.next().value as [K, Slot<V>];
       this.map.delete(key);
       this.heldBytes -= slot.bytes;
       this.opts.onDrop?.(key, slot.value);
     }
   }
+}
+
+/** What a map over a bound drops entries down to: the bound less its 64th (bounds under 64 exactly). */
+function belowBound(bound: number): number {
+  return Number.isFinite(bound) ? bound - Math.floor(bound / 64) : bound;
 }
