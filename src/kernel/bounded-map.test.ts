@@ -32,36 +32,74 @@ describe('BoundedMap', () => {
     expect(map.bytes).toBe(5);
   });
 
-  it('once over a bound of 64 or more, drops the oldest down to a 64th below it, in order', () => {
-    const dropped: string[] = [];
-    const map = new BoundedMap<string, number>({ maxEntries: 128, onDrop: (k) => dropped.push(k) });
-    for (let i = 0; i < 128; i++) map.set(`k${i}`, i);
-    expect(dropped).toEqual([]);
-    map.get('k0'); // used now: no longer among the oldest
-    map.set('k128', 128);
-    expect(dropped).toEqual(['k1', 'k2', 'k3']);
-    expect(map.size).toBe(126);
-    expect([...map.keys()].slice(-2)).toEqual(['k0', 'k128']);
-    map.set('k129', 129);
-    map.set('k130', 130);
-    expect(map.size).toBe(128);
-    expect(dropped).toHaveLength(3);
-  });
-
-  it('drops by bytes down to a 64th below the bound too, but never the entry just set', () => {
+  it('keeps the entry just set when it alone fills the byte bound', () => {
     const dropped: string[] = [];
     const map = new BoundedMap<string, string>({ maxEntries: 1000, maxBytes: 640, sizeOf: (v) => v.length, onDrop: (k) => dropped.push(k) });
     map.set('a', 'x'.repeat(5));
     map.set('b', 'x'.repeat(630));
-    expect(map.bytes).toBe(635);
     map.set('c', 'x'.repeat(8));
-    // Without a, 638 bytes are within the bound, but not below 630: b goes too.
-    expect(dropped).toEqual(['a', 'b']);
-    expect(map.bytes).toBe(8);
-    // Over what the map drops down to (630) by itself, yet within the bound: kept, alone.
+    expect(dropped).toEqual(['a']);
+    expect(map.bytes).toBe(638);
     expect(map.set('d', 'x'.repeat(640))).toBe(true);
+    expect(dropped).toEqual(['a', 'b', 'c']);
     expect([...map.keys()]).toEqual(['d']);
     expect(map.bytes).toBe(640);
+    // Replaced by a value over the bound by itself, the entry leaves, and is told of.
+    expect(map.set('d', 'x'.repeat(641))).toBe(false);
+    expect(dropped).toEqual(['a', 'b', 'c', 'd']);
+    expect(map.size).toBe(0);
+    expect(map.bytes).toBe(0);
+  });
+
+  it('orders, evicts and weighs exactly as a plain list of entries would, whatever the operations', () => {
+    // A model: the entries in order of use, least recent first.
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const dropped: string[] = [];
+    const map = new BoundedMap<string, number>({ maxEntries: 20, maxBytes: 150, sizeOf: (v) => v, onDrop: (k, v) => dropped.push(`${k}=${v}`) });
+    let model: [string, number][] = [];
+    const modelDropped: string[] = [];
+    const evictModel = () => {
+      while (model.length > 20 || model.reduce((n, [, v]) => n + v, 0) > 150) {
+        const [k, v] = model.shift()!;
+        modelDropped.push(`${k}=${v}`);
+      }
+    };
+    for (let step = 0; step < 5000; step++) {
+      const key = `k${random(30)}`;
+      const at = model.findIndex(([k]) => k === key);
+      const op = random(10);
+      if (op < 4) {
+        const value = random(12);
+        map.set(key, value);
+        if (at >= 0) {
+          const [, was] = model.splice(at, 1)[0]!;
+          if (was !== value) modelDropped.push(`${key}=${was}`);
+        }
+        model.push([key, value]);
+        evictModel();
+      } else if (op < 8) {
+        expect(map.get(key)).toBe(at >= 0 ? model[at]![1] : undefined);
+        if (at >= 0) model.push(model.splice(at, 1)[0]!);
+      } else if (op < 9) {
+        expect(map.delete(key)).toBe(at >= 0);
+        if (at >= 0) modelDropped.push(`${key}=${model.splice(at, 1)[0]![1]}`);
+      } else {
+        expect(map.peek(key)).toBe(at >= 0 ? model[at]![1] : undefined);
+      }
+      if (step % 1000 === 999) {
+        map.deleteWhere((v) => v % 3 === 0);
+        for (const [k, v] of model.filter(([, v]) => v % 3 === 0)) modelDropped.push(`${k}=${v}`);
+        model = model.filter(([, v]) => v % 3 !== 0);
+      }
+      expect([...map.entries()]).toEqual(model);
+      expect(map.bytes).toBe(model.reduce((n, [, v]) => n + v, 0));
+    }
+    expect(dropped).toEqual(modelDropped);
+    expect(dropped.length).toBeGreaterThan(1000);
   });
 
   it('tells of every entry that leaves: replaced, deleted, cleared', () => {
