@@ -129,6 +129,19 @@ describe('BoundedMap', () => {
     expect(map.setIfUnchanged('z', 4, seen)).toBe(false);
   });
 
+  it('walks on past entries deleted during the walk, the one given or a later one', () => {
+    const map = new BoundedMap<string, number>({ maxEntries: 10 });
+    for (const [k, v] of [['a', 1], ['b', 2], ['c', 3], ['d', 4]] as const) map.set(k, v);
+    const seen: string[] = [];
+    for (const [k] of map.entries()) {
+      seen.push(k);
+      if (k === 'a') map.delete('a');
+      if (k === 'b') map.delete('c');
+    }
+    expect(seen).toEqual(['a', 'b', 'd']);
+    expect([...map.keys()]).toEqual(['b', 'd']);
+  });
+
   it('deletes what a test picks', () => {
     const map = new BoundedMap<string, number>({ maxEntries: 10 });
     for (const [k, v] of [['a', 1], ['b', 2], ['c', 3]] as const) map.set(k, v);

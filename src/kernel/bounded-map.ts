@@ -155,8 +155,13 @@ export class BoundedMap<K, V> {
   }
 
   private *slots(): IterableIterator<Slot<K, V>> {
-    // The next one is taken first: the caller may delete the entry it was given.
-    for (let slot = this.oldest, next = slot?.newer; slot; slot = next, next = slot?.newer) yield slot;
+    // The next one is taken first, as the caller may delete the entry it was given; one deleted
+    // meanwhile is passed over (a deleted entry keeps its links, so the walk goes on from it).
+    for (let slot = this.oldest; slot; ) {
+      const next: Slot<K, V> | undefined = slot.newer;
+      if (this.map.get(slot.key) === slot) yield slot;
+      slot = next;
+    }
   }
 
   /** Makes an entry the most recently used. */
