@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LISTENER_OPTIONS } from '../config/index.js';
-import { addressKey, serverTimeoutOptions } from './connection-limits.js';
+import { AddressCounts, addressKey, serverTimeoutOptions } from './connection-limits.js';
 
 describe('addressKey', () => {
   it.each([
@@ -34,5 +34,55 @@ describe('serverTimeoutOptions', () => {
     });
     expect(serverTimeoutOptions({ ...DEFAULT_LISTENER_OPTIONS, readHeaderTimeout: 400 }).connectionsCheckingInterval).toBe(100);
     expect(serverTimeoutOptions({ ...DEFAULT_LISTENER_OPTIONS, readHeaderTimeout: 100 }).connectionsCheckingInterval).toBe(25);
+  });
+});
+
+describe('AddressCounts', () => {
+  it('counts the connections open from each address', () => {
+    const counts = new AddressCounts();
+    counts.opened('a');
+    counts.opened('a');
+    counts.opened('b');
+    expect([counts.count('a'), counts.count('b'), counts.count('c')]).toEqual([2, 1, 0]);
+    counts.closed('a');
+    counts.closed('b');
+    expect([counts.count('a'), counts.count('b')]).toEqual([1, 0]);
+    counts.opened('b');
+    expect(counts.count('b')).toBe(1);
+  });
+
+  it('keeps an address that comes and goes, and sweeps out those gone once they outnumber the rest', () => {
+    const counts = new AddressCounts();
+    for (let i = 0; i < 2_000; i++) counts.opened(`live ${i}`);
+    for (let i = 0; i < 100_000; i++) {
+      counts.opened('churn');
+      counts.closed('churn');
+      counts.opened(`gone ${i}`);
+      counts.closed(`gone ${i}`);
+      // At most as many addresses without a connection as with one, and 1,024, beyond the one just closed.
+      expect(counts.size).toBeLessThanOrEqual(2_000 + Math.max(1_024, 2_000) + 1);
+    }
+    for (let i = 0; i < 2_000; i++) expect(counts.count(`live ${i}`)).toBe(1);
+    expect([counts.count('churn'), counts.count('gone 5')]).toEqual([0, 0]);
+    counts.opened('gone 5');
+    expect(counts.count('gone 5')).toBe(1);
+  });
+
+  it('keeps a small number of idle addresses without sweeping', () => {
+    const counts = new AddressCounts();
+    for (let i = 0; i < 1_024; i++) {
+      counts.opened(`gone ${i}`);
+      counts.closed(`gone ${i}`);
+    }
+    expect(counts.size).toBe(1_024);
+    // One that comes back is no longer without a connection: its comings and goings add none.
+    for (let i = 0; i < 100; i++) {
+      counts.opened('gone 0');
+      counts.closed('gone 0');
+    }
+    expect(counts.size).toBe(1_024);
+    counts.opened('one more');
+    counts.closed('one more');
+    expect(counts.size).toBe(0);
   });
 });
