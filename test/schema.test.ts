@@ -2,7 +2,7 @@
 // types, unique columns and references, the link tables their relations imply (the policies'
 // role lists and the link lists), and the views definitions read from. A definition change
 // without a migration fails here.
-import { fstatSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -343,6 +343,40 @@ module.exports = class extends Database {
       expect(await file.db.selectFrom('identity_types').select('id').where('id', 'in', ['First', 'Second']).execute()).toHaveLength(2);
     } finally {
       await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // Terminating a worker while it was inside the driver's native code (loading it) aborted the
+  // whole process: a store closed soon after it opened did that now and then.
+  it('end with the worker closing its own connection, even when asked while it still loads the driver', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    // A driver slow to load, whose connections say when they close.
+    const driver = join(dir, 'telling-driver.cjs');
+    const told = join(dir, 'closed');
+    writeFileSync(
+      driver,
+      `const Database = require(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});
+const until = Date.now() + 200;
+while (Date.now() < until);
+module.exports = class extends Database {
+  close() {
+    require('node:fs').appendFileSync(${JSON.stringify(told)}, 'closed\\n');
+    return super.close();
+  }
+};`,
+    );
+    const failures: unknown[] = [];
+    try {
+      for (const settle of [0, 400]) {
+        rmSync(told, { force: true });
+        const file = new Store(openSqlite(join(dir, `overlay-${settle}.db`), { checkpointer: { intervalMs: 0, driver, onFailure: (err) => failures.push(err) } }));
+        await new Promise((resolve) => setTimeout(resolve, settle));
+        await file.close();
+        expect(existsSync(told) ? readFileSync(told, 'utf8') : 'never closed').toBe('closed\n');
+      }
+      expect(failures).toEqual([]);
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -29,11 +29,19 @@ const RESTART_FRAMES = 1000;
 const MAX_FAILED_CHECKPOINTS = 3;
 
 // Plain JavaScript, evaluated: it runs the same from the sources (under test) as from the build.
+// The worker is never terminated from outside: a worker stopped while inside the driver's native
+// code (loading it, or in a call) aborts the whole process. Asked to close, it closes its
+// connection and its port between two messages, and ends by itself.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
-parentPort.on('message', () => {
+parentPort.on('message', (message) => {
+  if (message === 'close') {
+    db.close();
+    parentPort.close();
+    return;
+  }
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     parentPort.postMessage({ ok: true, log: result.log });
@@ -80,8 +88,11 @@ export function startCheckpointer(database: Database.Database, path: string, opt
   const driver = options.driver ?? createRequire(import.meta.url).resolve('better-sqlite3');
   database.pragma('wal_autocheckpoint = 0');
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver } });
-  // The worker never keeps the process alive on its own.
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  // The worker never keeps the process alive on its own (only while it closes, below).
   worker.unref();
+  /** Asks the worker to end (a message it takes after the one it is handling); nothing once it has. */
+  const stop = (): void => worker.postMessage('close');
   let running = false;
   let failed = false;
   let lastAt = 0;
@@ -103,7 +114,7 @@ export function startCheckpointer(database: Database.Database, path: string, opt
     release();
     options.onFailure?.(err);
     database.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`);
-    void worker.terminate();
+    stop();
   };
   const start = (): void => {
     pending = false;
@@ -158,7 +169,9 @@ export function startCheckpointer(database: Database.Database, path: string, opt
     async close() {
       closed = true;
       release();
-      await worker.terminate();
+      worker.ref();
+      stop();
+      await exited;
     },
   };
 }
