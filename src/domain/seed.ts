@@ -1,9 +1,10 @@
 // Records every controller starts with: identity types, the default auth policy and, at the first
 // start only, the default admin. Never a fixed default password.
-import { writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { hashPassword } from '../auth/passwords.js';
+import { writeFileAtomic } from '../pki/files.js';
 import { newId } from '../ids.js';
 import { DEFAULT_AUTH_POLICY_ID, DEFAULT_PRIMARY, DEFAULT_SECONDARY } from '../resources/auth-policies.js';
 import { IDENTITY_TYPES } from '../resources/identity-types.js';
@@ -27,6 +28,10 @@ export async function seed(resources: Resources, opts: SeedOptions): Promise<{ a
   const adminPassword = opts.admin.password ?? randomBytes(18).toString('base64url');
   // Hashed before the transaction: it takes a while and must not hold the store's writer.
   const passwordHash = needsAdmin ? await hashPassword(adminPassword) : '';
+  // A generated password is on disk before the admin it opens is committed: a crash between the two
+  // then leaves a file with no admin (the next start makes both anew), never an admin nobody can open.
+  const file = needsAdmin && opts.admin.password === undefined ? join(opts.dataDir, 'admin-password') : undefined;
+  if (file) await writeFileAtomic(file, `${adminPassword}\n`, 0o600);
   let adminCreated = false;
   await resources.write(async (ctx) => {
     const base = { createdAt: ctx.now, updatedAt: ctx.now, tags: {} };
@@ -83,10 +88,11 @@ export async function seed(resources: Resources, opts: SeedOptions): Promise<{ a
       lastExtendRolledKeys: false,
     });
     adminCreated = true;
+  }).finally(async () => {
+    // Another controller on the same store made the admin meanwhile, or the write failed.
+    if (file && !adminCreated) await rm(file, { force: true });
   });
-  if (adminCreated && opts.admin.password === undefined) {
-    const file = join(opts.dataDir, 'admin-password');
-    writeFileSync(file, `${adminPassword}\n`, { mode: 0o600, flag: 'w' });
+  if (file && adminCreated) {
     opts.announce(
       `created the default admin "${opts.admin.username ?? 'admin'}" with the generated password ${adminPassword} (also in ${file}, mode 0600)`,
     );
