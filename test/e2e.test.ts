@@ -271,6 +271,27 @@ describe('controller over real HTTPS', () => {
     },
     60_000,
   );
+  // A SIGTERM while the controller was still starting (opening and seeding its store) used to end
+  // the process by the signal's default action, wherever it was.
+  it(
+    'stops cleanly on a SIGTERM that comes while it is still starting',
+    async () => {
+      const fresh = mkdtempSync(join(tmpdir(), 'overlay-e2e-'));
+      try {
+        const port = await freePort();
+        const node = start(process.execPath, ['dist/src/cli/main.js', 'controller', 'run', '--data-dir', fresh, '--listen', `127.0.0.1:${port}`]);
+        await node.waitFor((r) => typeof r.msg === 'string' && r.msg.startsWith('PKI: '), 30_000);
+        node.child.kill('SIGTERM');
+        expect(await within(node.exited, STOP_TIMEOUT_MS, 'stopping'), node.output()).toEqual({ code: 0, signal: null });
+        expect(node.records.find((r) => r.msg === 'stopping')?.signal).toBe('SIGTERM');
+        expect(node.records.filter(stopped), node.output()).toHaveLength(1);
+        expect(node.records.filter(listening)).toEqual([]);
+      } finally {
+        rmSync(fresh, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
   // better-sqlite3 12 aborted on Node 24 while finalising prepared statements at exit, in about half
   // of the restarts on one data directory; every stop here must be a clean exit 0.
   it(

@@ -3,7 +3,7 @@
 import './node-version.js'; // first: refuses an unsupported Node.js before anything else loads
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type ConfigFlags } from '../config/index.js';
-import { createApp } from '../app/app.js';
+import { createApp, type App } from '../app/app.js';
 import { loadBuildInfo } from '../build-info.js';
 
 async function runController(flags: ConfigFlags): Promise<void> {
@@ -20,29 +20,39 @@ async function runController(flags: ConfigFlags): Promise<void> {
   // Whatever the controller creates from here on is its user's alone; createApp also sets the
   // mode of every file it writes, so this covers files written by libraries (SQLite's own).
   process.umask(0o077);
-  const app = await createApp(config);
-  let stopping = false;
+  // Signals are taken from the start: one that comes while the controller starts (opening and
+  // seeding the store) stops it once it has started, with its store closed, instead of ending the
+  // process wherever it is.
+  const started: { app?: App } = {};
+  let stopping: string | undefined;
   const stop = (signal: string) => {
     if (stopping) {
-      app.core.log.warn({ signal }, 'second signal while stopping; exiting now');
+      if (started.app) started.app.core.log.warn({ signal }, 'second signal while stopping; exiting now');
+      else process.stderr.write('overlay: second signal while starting; exiting now\n');
       process.exit(1);
     }
-    stopping = true;
-    app.core.log.info({ signal }, 'stopping');
-    app
-      .close()
-      .then(() => {
-        app.core.log.info('stopped');
-        process.exit(0);
-      })
-      .catch((err: unknown) => {
-        app.core.log.error({ err }, 'error while stopping');
-        process.exit(1);
-      });
+    stopping = signal;
+    if (started.app) close(started.app, signal);
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  const app = (started.app = await createApp(config));
+  if (stopping) return close(app, stopping);
   await app.listen();
+}
+
+function close(app: App, signal: string): void {
+  app.core.log.info({ signal }, 'stopping');
+  app
+    .close()
+    .then(() => {
+      app.core.log.info('stopped');
+      process.exit(0);
+    })
+    .catch((err: unknown) => {
+      app.core.log.error({ err }, 'error while stopping');
+      process.exit(1);
+    });
 }
 
 export function program(): Command {
