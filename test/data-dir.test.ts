@@ -1,7 +1,7 @@
 // The data directory holds password hashes, identity data and key material: every file in it is
 // 0600 and every folder 0700 from the first start on (the store's -wal and -shm included), and a
 // start repairs looser modes it finds, with a warning naming each path.
-import { chmodSync, lstatSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
@@ -111,6 +111,30 @@ describe('data directory modes', () => {
       for (const line of lines.filter((l) => l.level === 40 && l.msg.includes('mode'))) {
         expect(line.msg).toContain(line.path);
       }
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a start removes the temp files of an interrupted write, which hold a password or a private key, and nothing else', async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const first = await startTestController({ env: ADMIN_ENV, dataDir: dir.path, memoryStore: false });
+    await first.close();
+
+    // What writeFileAtomic leaves when the process dies between creating its temp file and the rename.
+    const stale = ['.admin-password.0123456789ab.tmp', 'oidc/.signing-keys.json.abcdef012345.tmp', 'pki/.server.key.pem.00ff00ff00ff.tmp'];
+    // Names of the operator's that only look alike.
+    const kept = ['notes.tmp', '.admin-password.tmp', 'oidc/.signing-keys.json.xyz.tmp'];
+    for (const name of [...stale, ...kept]) writeFileSync(join(dir.path, name), 'secret\n', { mode: 0o600 });
+
+    const { log, lines } = capturingLog();
+    const second = await startTestController({ env: ADMIN_ENV, dataDir: dir.path, memoryStore: false, log });
+    try {
+      expect(stale.filter((name) => existsSync(join(dir.path, name)))).toEqual([]);
+      expect(kept.filter((name) => existsSync(join(dir.path, name)))).toEqual(kept);
+      const warned = lines.find((l) => l.level === 40 && l.msg.includes('temp files')) as { files?: string[] } | undefined;
+      expect(warned?.files).toEqual(['.admin-password.0123456789ab.tmp']);
     } finally {
       await second.close();
     }

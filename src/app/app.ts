@@ -6,6 +6,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.js';
 import { parseHostPort, formatHostPort, type BindPoint, type Config, type ListenerConfig } from '../config/index.js';
 import { ensurePki } from '../pki/index.js';
+import { removeStaleTempFiles } from '../pki/files.js';
 import { openSqlite } from '../store/sqlite.js';
 import { Store, type StoreMigration } from '../store/store.js';
 import { migrations as appMigrations } from '../store/migrations/index.js';
@@ -149,6 +150,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await inDataDir(dataDir, 'secure the data directory', dataDir, () =>
       secureDataDirectory(dataDir, (path, message) => log.warn({ path }, message)),
     );
+    // A write of the admin password cut short leaves its temp file, which holds the password.
+    const stale = await inDataDir(dataDir, 'remove stale temp files from', dataDir, () => removeStaleTempFiles(dataDir));
+    if (stale.length > 0) log.warn({ files: stale }, 'removed temp files of an interrupted write from the data directory');
   } catch (err) {
     await closeAll([...bound.values()]);
     await lock?.release();

@@ -6,7 +6,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject 
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { ensureDirectory, writeFileAtomic } from '../pki/files.js';
+import { ensureDirectory, removeStaleTempFiles, writeFileAtomic } from '../pki/files.js';
 import { encodeHeader, type JwsAlgorithm } from './jws.js';
 
 export const KEYS_FILE = 'signing-keys.json';
@@ -49,6 +49,8 @@ export class SigningKeys {
   /** Loads the keys of `dir`, making the first key when there is none. */
   static async open(dir: string, options: { alg?: JwsAlgorithm; now?: () => number } = {}): Promise<SigningKeys> {
     await ensureDirectory(dir, 0o700);
+    // A rotation cut short leaves its temp file, which holds a private key.
+    await removeStaleTempFiles(dir);
     const file = join(dir, KEYS_FILE);
     let stored: StoredKey[] | undefined;
     try {
