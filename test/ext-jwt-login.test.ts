@@ -223,6 +223,24 @@ describe('every refusal says why', () => {
     expectRefused(res, reason, token, error);
   });
 
+  it('characters beyond ASCII in the token or the signer are percent-encoded in the challenge, never a 500', async () => {
+    // A header value cannot hold characters beyond Latin-1: these once answered a bare 500.
+    const emoji = await extJwtLogin(await handToken({ iss: 'https://emoji.example.com/\u{1F600}' }));
+    expect(emoji.statusCode, emoji.body).toBe(401);
+    expect(json(emoji).error.message).toContain('https://emoji.example.com/\u{1F600}');
+    const challenge = String(emoji.headers['www-authenticate']);
+    expect(challenge).toContain('no external JWT signer has the issuer https://emoji.example.com/%F0%9F%98%80');
+    expect(challenge).toMatch(/^[\x20-\x7e]*$/);
+
+    const cert = await testCertificate('cjk-signer');
+    const key = (await import('node:crypto')).createPrivateKey(cert.keyPem);
+    const issuer = 'https://idp.example.com/\u4e2d\u6587 caf\u00e9';
+    const id = await createSigner(t, admin, { name: 'cjk-idp', issuer, audience: 'overlay', certPem: cert.certPem, enabled: true });
+    const refused = await extJwtLogin(await handToken({ iss: issuer, aud: 'someone-else', key }));
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(String(refused.headers['www-authenticate'])).toContain(`id="${id}" issuer="https://idp.example.com/%E4%B8%AD%E6%96%87 caf%C3%A9"`);
+  });
+
   it('names the signer in the challenge once it is known', async () => {
     const res = await extJwtLogin(await handToken({ aud: 'x' }));
     expect(String(res.headers['www-authenticate'])).toContain(`id="${handSigner}" issuer="${HAND_ISSUER}"`);

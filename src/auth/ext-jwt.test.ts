@@ -376,9 +376,16 @@ describe('refusals, word for word', () => {
     expect(err.kind).toBe('invalid');
   });
 
+  it('says several keys fit a token whose kid the JWKS repeats', async () => {
+    served = { keys: [await jwk(keyA.publicKey, 'a'), await jwk(keyB.publicKey, 'a')] };
+    expect((await refusal(verifier().verify(await token({ kid: 'a' })))).message).toBe(
+      "several keys of the signer's JWKS match the token's kid and alg (the token has no kid, or the JWKS repeats it)",
+    );
+  });
+
   it('says several keys fit a token without kid', async () => {
     served = { keys: [await jwk(keyA.publicKey, 'a'), await jwk(keyB.publicKey, 'b')] };
-    expect((await refusal(verifier().verify(await token({ kid: null })))).message).toBe("several keys of the signer's JWKS match a token without kid");
+    expect((await refusal(verifier().verify(await token({ kid: null })))).message).toBe("several keys of the signer's JWKS match the token's kid and alg (the token has no kid, or the JWKS repeats it)");
   });
 
   it('refuses a token whose key in the JWKS is broken, rather than failing itself', async () => {

@@ -349,7 +349,7 @@ function refusal(signer: Signer, err: unknown): ExtJwtError {
     }
   }
   if (err instanceof errors.JWKSNoMatchingKey) return new NoMatchingKey('invalid', 'no key of the signer\'s JWKS matches the token\'s kid and alg', signer);
-  if (err instanceof errors.JWKSMultipleMatchingKeys) return new ExtJwtError('invalid', 'several keys of the signer\'s JWKS match a token without kid', signer);
+  if (err instanceof errors.JWKSMultipleMatchingKeys) return new ExtJwtError('invalid', 'several keys of the signer\'s JWKS match the token\'s kid and alg (the token has no kid, or the JWKS repeats it)', signer);
   if (err instanceof errors.JWSSignatureVerificationFailed) return new ExtJwtError('invalid', 'the signature does not verify with the signer\'s key', signer);
   if (err instanceof errors.JWTInvalid || err instanceof errors.JWSInvalid) return new ExtJwtError('invalid', `the token is not a valid JWT (${err.message})`, signer);
   if (err instanceof errors.JOSEError) return new ExtJwtError('invalid', `the token could not be verified (${err.code})`, signer);

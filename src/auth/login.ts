@@ -283,10 +283,17 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
   return { identity, authenticator, rules, improperClientCertChain: origin.improperClientCertChain };
 }
 
-/** A value safe inside a quoted challenge parameter: no quotes, backslashes or control characters. */
+/**
+ * A value safe inside a quoted challenge parameter (RFC 6750's error_description characters): quotes
+ * and backslashes become ', and what is not printable ASCII is percent-encoded (UTF-8). A header
+ * value cannot carry characters beyond Latin-1 at all, and the token's claims and the signer's fields
+ * may hold any.
+ */
 function quoted(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f"\\]/g, "'").slice(0, 300);
+  return text
+    .slice(0, 300)
+    .replace(/["\\]/g, "'")
+    .replace(/[^\x20-\x7e]/gu, (c) => [...Buffer.from(c)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''));
 }
 
 /** The WWW-Authenticate challenge of a refused external JWT, in the realm of the requirement it failed. */
