@@ -191,6 +191,55 @@ describe('refusals', () => {
     expect((await enroll(await idp.token('henry-tablet'), {}, idpSigner)).statusCode).toBe(200);
   });
 
+  it('an auth policy changed after the signer was written: enrolling is refused and makes no identity, and the signer stays editable', async () => {
+    const created = await call(t, 'POST', `${MGMT}/auth-policies`, {
+      token: admin,
+      body: {
+        name: 'changes-later',
+        primary: {
+          cert: { allowed: true, allowExpiredCerts: false },
+          extJwt: { allowed: true, allowedSigners: [] },
+          updb: { allowed: false, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
+        },
+        secondary: { requireTotp: false, requireExtJwtSigner: null },
+      },
+    });
+    const later = json(created).data.id as string;
+    const cert = await testCertificate('policy-changes');
+    const key = createPrivateKey(cert.keyPem);
+    const issuer = 'https://policy-changes.example.com';
+    const signer = await createSigner(t, admin, {
+      name: 'policy-changes',
+      issuer,
+      audience: 'overlay',
+      certPem: cert.certPem,
+      useExternalId: true,
+      enrollToCertEnabled: true,
+      enrollToTokenEnabled: true,
+      enrollAuthPolicyId: later,
+    });
+    const now = Math.floor(t.clock() / 1000);
+    const token = await new SignJWT({ iss: issuer, aud: 'overlay', sub: 'nia@example.com' }).setProtectedHeader({ alg: 'ES256' }).setIssuedAt(now).setExpirationTime(now + 300).sign(key);
+    const policyPatch = (primary: unknown) => call(t, 'PATCH', `${MGMT}/auth-policies/${later}`, { token: admin, body: { primary } });
+
+    // The policy stops allowing this signer's tokens: an identity enrolled to token logins could never log in.
+    expect((await policyPatch({ extJwt: { allowed: true, allowedSigners: [idpSigner] } })).statusCode).toBe(200);
+    const toToken = await enroll(token, {});
+    expectError(toToken, 401, 'INVALID_AUTH');
+    expect(json(toToken).error.message).toContain(`the auth policy ${later} of identities the signer ${signer} enrolls does not allow logins with the signer ${signer}`);
+    // Then certificates.
+    expect((await policyPatch({ cert: { allowed: false, allowExpiredCerts: false } })).statusCode).toBe(200);
+    const toCert = await enroll(token, { clientCsr: (await device()).csr });
+    expectError(toCert, 401, 'INVALID_AUTH');
+    expect(json(toCert).error.message).toContain('does not allow certificate logins');
+    expect(await identityByExternalId('nia@example.com')).toBeUndefined();
+
+    // The signer can still be switched off; only a change of its enrollment settings is checked again.
+    expect((await call(t, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: admin, body: { enabled: false } })).statusCode).toBe(200);
+    expectError(await call(t, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: admin, body: { enrollToTokenEnabled: false } }), 400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId');
+    expect((await call(t, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: admin, body: { enrollToTokenEnabled: false, enrollToCertEnabled: false } })).statusCode).toBe(200);
+  });
+
   it('a disabled signer enrolls nothing', async () => {
     expect((await call(t, 'PATCH', `${MGMT}/external-jwt-signers/${handSigner}`, { token: admin, body: { enabled: false } })).statusCode).toBe(200);
     const res = await enroll(await handToken({ email: 'max@example.com', profile: { name: 'max' } }), {});

@@ -139,6 +139,27 @@ describe('enrollment settings', () => {
     // A patch is checked against the record it makes.
     expectError(await call(t, 'PATCH', url(json(tokens).data.id), { token: admin, body: { useExternalId: false } }), 400, 'COULD_NOT_VALIDATE', 'useExternalId');
   });
+
+  it('a token-enrolling signer needs a policy that allows its own tokens, not only those of another signer', async () => {
+    const other = await createSigner(t, admin, { name: 'the-other-signer' });
+    const updb = { allowed: false, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false };
+    const onlySigners = async (name: string, allowedSigners: string[]) =>
+      json(
+        await call(t, 'POST', `${MGMT}/auth-policies`, {
+          token: admin,
+          body: { name, primary: { cert: { allowed: false, allowExpiredCerts: false }, extJwt: { allowed: true, allowedSigners }, updb }, secondary: { requireTotp: false, requireExtJwtSigner: null } },
+        }),
+      ).data.id as string;
+    const othersOnly = await onlySigners('other-signer-only', [other]);
+    const refused = await create('not-allowed-signer', { enrollToTokenEnabled: true, useExternalId: true, enrollAuthPolicyId: othersOnly });
+    expectError(refused, 400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId');
+    expect(json(refused).error.message).toContain('allowedSigners');
+
+    const own = json(await create('allowed-signer', { useExternalId: true })).data.id as string;
+    const ownOnly = await onlySigners('own-signer-only', [own]);
+    const patched = await call(t, 'PATCH', url(own), { token: admin, body: { enrollToTokenEnabled: true, enrollAuthPolicyId: ownOnly } });
+    expect(patched.statusCode, patched.body).toBe(200);
+  });
 });
 
 describe('the Client API list', () => {

@@ -15,6 +15,7 @@ import { readExternalId } from '../auth/external-id.js';
 import { claimAt, ExtJwtError, type ExternalJwtSigners } from '../auth/ext-jwt.js';
 import { extJwtChallenge } from '../auth/login.js';
 import { DEFAULT_CLAIMS_PROPERTY } from '../resources/external-jwt-signers.js';
+import { enrollmentRefusal } from './external-jwt-signers.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import { newId } from '../ids.js';
 import type { SecretBox } from '../auth/secret-box.js';
@@ -601,7 +602,12 @@ export class Enrollments {
     const issued = publicKey
       ? await createClientCertificate(publicKey, this.opts.pki.trustDomain, identityId, await this.signingIssuer(), new Date(this.opts.clock()))
       : undefined;
+    const authPolicyId = signer.enrollAuthPolicyId || DEFAULT_AUTH_POLICY_ID;
     await this.opts.resources.write(async (ctx) => {
+      // The policy may have changed since the signer was written: an identity it would not let log in
+      // is not made (it could not enroll again either, its external id being taken).
+      const refusal = await enrollmentRefusal(ctx.tx, signer.id, authPolicyId, toCert ? 'cert' : 'token');
+      if (refusal) throw tokenRefused(new ExtJwtError('invalid', refusal, signer));
       // One identity per external id: a second enrollment of the same subject is refused.
       const existing = await ctx.tx.selectFrom('identities').select('id').where('external_id', '=', subject).executeTakeFirst();
       if (existing) throw new ApiError('ENROLLMENT_EXISTS', `an identity with the external id of this token already exists (${String(existing.id)})`);
@@ -612,7 +618,7 @@ export class Enrollments {
         isAdmin: false,
         roleAttributes,
         externalId: subject,
-        authPolicyId: signer.enrollAuthPolicyId || DEFAULT_AUTH_POLICY_ID,
+        authPolicyId,
       };
       await ctx.resources.get('identities').createIn(ctx, identity, { id: identityId });
       if (issued) {

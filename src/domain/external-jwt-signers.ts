@@ -49,7 +49,7 @@ function checkUrl(field: string, value: string | null | undefined): void {
 
 export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBehaviour<typeof externalJwtSigners> {
   return {
-    async validate(ctx, next) {
+    async validate(ctx, next, prev) {
       if (next.jwksEndpoint === '') next.jwksEndpoint = null;
       if (next.externalAuthUrl === '') next.externalAuthUrl = null;
       certificateFields(next);
@@ -66,7 +66,10 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
         }
       }
       checkUrl('externalAuthUrl', next.externalAuthUrl);
-      await checkEnrollment(ctx, next);
+      // Checked when what it depends on changes: a signer whose policy changed since stays editable
+      // (it can be disabled), and enrolling checks the policy again (enrollmentRefusal).
+      const enrolling = ['enrollToCertEnabled', 'enrollToTokenEnabled', 'enrollAuthPolicyId', 'useExternalId'] as const;
+      if (!prev || enrolling.some((field) => next[field] !== prev[field])) await checkEnrollment(ctx, next);
       if (next.fingerprint) {
         const same = await ctx.tx
           .selectFrom('external_jwt_signers')
@@ -93,18 +96,45 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
  */
 async function checkEnrollment(ctx: WriteContext, next: Signer): Promise<void> {
   const policyId = next.enrollAuthPolicyId;
-  const row = policyId ? await ctx.tx.selectFrom('auth_policies').select('primary').where('id', '=', policyId).executeTakeFirst() : undefined;
-  if (policyId && !row) throw fieldError('enrollAuthPolicyId', 'names no auth policy', policyId);
-  const primary = row ? (parsed(row.primary) as { cert?: { allowed?: unknown }; extJwt?: { allowed?: unknown } }) : undefined;
-  if (next.enrollToCertEnabled) {
-    if (!primary) throw fieldError('enrollAuthPolicyId', 'is required when enrollToCertEnabled is true', policyId);
-    if (primary.cert?.allowed !== true) throw fieldError('enrollAuthPolicyId', 'names an auth policy that does not allow certificate logins', policyId);
+  const primary = policyId ? await primaryOf(ctx.tx, policyId) : undefined;
+  if (policyId && !primary) throw fieldError('enrollAuthPolicyId', 'names no auth policy', policyId);
+  for (const to of ['cert', 'token'] as const) {
+    if (!(to === 'cert' ? next.enrollToCertEnabled : next.enrollToTokenEnabled)) continue;
+    const flag = to === 'cert' ? 'enrollToCertEnabled' : 'enrollToTokenEnabled';
+    if (!primary) throw fieldError('enrollAuthPolicyId', `is required when ${flag} is true`, policyId);
+    const refusal = loginRefusal(primary, next.id, to);
+    if (refusal) throw fieldError('enrollAuthPolicyId', `names an auth policy that ${refusal}`, policyId);
   }
-  if (next.enrollToTokenEnabled) {
-    if (!primary) throw fieldError('enrollAuthPolicyId', 'is required when enrollToTokenEnabled is true', policyId);
-    if (primary.extJwt?.allowed !== true) throw fieldError('enrollAuthPolicyId', 'names an auth policy that does not allow external JWT logins', policyId);
-    if (next.useExternalId !== true) throw fieldError('useExternalId', 'must be true when enrollToTokenEnabled is true: a token-only identity is found by its externalId', next.useExternalId);
+  if (next.enrollToTokenEnabled && next.useExternalId !== true) {
+    throw fieldError('useExternalId', 'must be true when enrollToTokenEnabled is true: a token-only identity is found by its externalId', next.useExternalId);
   }
+}
+
+/** The primary login rules of an auth policy, or undefined when there is no such policy. */
+async function primaryOf(ex: Executor, policyId: string): Promise<Record<string, unknown> | undefined> {
+  const row = await ex.selectFrom('auth_policies').select('primary').where('id', '=', policyId).executeTakeFirst();
+  return row ? parsed(row.primary) : undefined;
+}
+
+/** Why a policy's primary rules refuse the login an enrollment of `signerId` leads to; undefined when they allow it. */
+function loginRefusal(primary: Record<string, unknown>, signerId: string, to: 'cert' | 'token'): string | undefined {
+  if (to === 'cert') return (primary.cert as { allowed?: unknown } | undefined)?.allowed === true ? undefined : 'does not allow certificate logins';
+  const extJwt = primary.extJwt as { allowed?: unknown; allowedSigners?: unknown } | undefined;
+  if (extJwt?.allowed !== true) return 'does not allow external JWT logins';
+  const signers = extJwt.allowedSigners;
+  if (Array.isArray(signers) && signers.length > 0 && !signers.includes(signerId)) return `does not allow logins with the signer ${signerId} (allowedSigners)`;
+  return undefined;
+}
+
+/**
+ * Why enrolling through `signer` now would make an identity that cannot log in: its auth policy
+ * changed since the signer was written, or is gone. Undefined when it can.
+ */
+export async function enrollmentRefusal(ex: Executor, signerId: string, policyId: string, to: 'cert' | 'token'): Promise<string | undefined> {
+  const primary = await primaryOf(ex, policyId);
+  if (!primary) return `the auth policy ${policyId} of identities the signer ${signerId} enrolls does not exist`;
+  const refusal = loginRefusal(primary, signerId, to);
+  return refusal && `the auth policy ${policyId} of identities the signer ${signerId} enrolls ${refusal}`;
 }
 
 interface PolicyRow {
