@@ -18,6 +18,7 @@ import {
   json,
   login,
   MGMT,
+  overTls,
   startTestController,
   type TestController,
 } from './helpers.js';
@@ -213,6 +214,16 @@ describe('a login waiting for its second factor', () => {
     expect(codes.recoveryCodes).toEqual([]);
   });
 
+  it('takes a TOTP code typed with spaces, as authenticator apps show it', async () => {
+    const { token } = await person();
+    const { codeAt } = await enroll(token);
+    t.clock.advance(30_000);
+    const waiting = await login(t, 'alice', 'alice-password-1', CLIENT);
+    const code = codeAt(t.clock());
+    const res = await call(t, 'POST', `${CLIENT}/authenticate/mfa`, { token: waiting, body: { code: ` ${code.slice(0, 3)} ${code.slice(3)} ` } });
+    expect(res.statusCode, res.body).toBe(200);
+  });
+
   it('answers 409 MFA_NOT_ENROLLED without an enrollment', async () => {
     const { token } = await person();
     expectError(await call(t, 'POST', `${CLIENT}/authenticate/mfa`, { token, body: { code: '123456' } }), 409, 'MFA_NOT_ENROLLED');
@@ -256,6 +267,47 @@ describe('recovery codes', () => {
     t.clock.advance(30_000);
     const read = json(await call(t, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'mfa-validation-code': codeAt(t.clock()) } })).data;
     expect(read.remaining).toBe(19);
+  });
+});
+
+describe('reading recovery codes with the code in the body of the GET', () => {
+  it('takes it over a real connection, as clients of the established controller send it; an empty one gives way to the header', async () => {
+    const { token } = await person();
+    const { codeAt, recoveryCodes } = await enroll(token);
+    const [url] = await t.app.listen();
+    const port = Number(new URL(url!).port);
+    const read = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, body: { code: recoveryCodes[0] } });
+    expect(read.statusCode, read.body).toBe(200);
+    expect(JSON.parse(read.body).data.remaining).toBe(19);
+    t.clock.advance(30_000);
+    const viaHeader = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, body: { code: '' }, headers: { 'mfa-validation-code': codeAt(t.clock()) } });
+    expect(viaHeader.statusCode, viaHeader.body).toBe(200);
+    // A wrong code in the body is checked (and counted), not passed over for the header.
+    const wrong = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, body: { code: '999999' }, headers: { 'mfa-validation-code': recoveryCodes[1]! } });
+    expect(wrong.statusCode).toBe(401);
+  });
+
+  it('refuses a body that is not a code, not JSON or too large, with the error envelope', async () => {
+    const { token } = await person();
+    await enroll(token);
+    const [url] = await t.app.listen();
+    const port = Number(new URL(url!).port);
+    const cases: [unknown, Record<string, string>, number, string][] = [
+      [{ code: 123456 }, {}, 400, 'COULD_NOT_VALIDATE'],
+      [{ code: 'x'.repeat(33) }, {}, 400, 'COULD_NOT_VALIDATE'],
+      [{ code: '123456', pad: 'x'.repeat(5000) }, {}, 413, 'REQUEST_ENTITY_TOO_LARGE'],
+    ];
+    for (const [body, headers, status, code] of cases) {
+      const res = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, body, headers });
+      expect(res.statusCode, res.body).toBe(status);
+      expect(JSON.parse(res.body).error.code).toBe(code);
+    }
+    const raw = await call(t, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'content-type': 'application/json' }, body: '{"code":' });
+    expectError(raw, 400, 'COULD_NOT_PARSE_BODY');
+    const text = await call(t, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'content-type': 'text/plain' }, body: '123456' });
+    expectError(text, 415, 'UNSUPPORTED_MEDIA_TYPE');
+    // The caller is known before any body is read.
+    expectError(await call(t, 'GET', `${MFA}/recovery-codes`, { body: { code: '123456' } }), 401, 'UNAUTHORIZED');
   });
 });
 

@@ -23,7 +23,7 @@ import { constantTimeEqual } from './tokens.js';
 import type { SecretBox } from './secret-box.js';
 import { FailureThrottle } from './throttle.js';
 import { template, type Template } from '../store/template.js';
-import { isTotpCodeForm, matchingStep, newRecoveryCodes, newTotpSecret, normalRecoveryCode, provisioningUrl } from './totp.js';
+import { matchingStep, newRecoveryCodes, newTotpSecret, normalRecoveryCode, normalTotpCode, provisioningUrl } from './totp.js';
 
 type MfaEntity = EntityOf<'mfas'>;
 
@@ -333,8 +333,9 @@ export class Mfa implements Cache {
 
   private async takeTotp(mfa: MfaEntity, code: string, opts: CodeCheck): Promise<boolean> {
     // A recovery code is not opened against the secret: decrypting costs more than the whole check.
-    if (!isTotpCodeForm(code)) return false;
-    const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), code, this.deps.clock());
+    const typed = normalTotpCode(code);
+    if (typed === undefined) return false;
+    const step = matchingStep(this.deps.box.open(mfa.secret, mfa.id), typed, this.deps.clock());
     if (step === undefined) return false;
     return this.deps.kernel.write(async (ctx) => {
       const current = await this.deps.kernel.repo('mfas').get(ctx.tx, mfa.id);

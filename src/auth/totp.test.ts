@@ -4,6 +4,7 @@ import {
   newRecoveryCodes,
   newTotpSecret,
   normalRecoveryCode,
+  normalTotpCode,
   provisioningUrl,
   RECOVERY_CODE_COUNT,
   totpCode,
@@ -70,5 +71,19 @@ describe('recovery codes', () => {
     ['ABC-34', undefined],
   ])('reads %j as %j', (typed, read) => {
     expect(normalRecoveryCode(typed)).toBe(read);
+  });
+
+  it.each([
+    ['123456', '123456'],
+    [' 123456 ', '123456'],
+    ['123 456', '123456'],
+    ['\t123456\n', '123456'],
+    ['12345', undefined],
+    ['1234567', undefined],
+    ['12345a', undefined],
+    ['\u0661\u0662\u0663\u0664\u0665\u0666', undefined],
+    ['', undefined],
+  ])('reads the TOTP code %j as %j', (typed, read) => {
+    expect(normalTotpCode(typed)).toBe(read);
   });
 });

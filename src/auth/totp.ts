@@ -32,6 +32,12 @@ export function isTotpCodeForm(code: string): boolean {
   return /^[0-9]{6}$/.test(code);
 }
 
+/** A TOTP code as typed (spaces around it, or inside as apps show "123 456") in its six-digit form; undefined when it cannot be one. */
+export function normalTotpCode(code: string): string | undefined {
+  const c = code.replace(/\s/g, '');
+  return isTotpCodeForm(c) ? c : undefined;
+}
+
 /** The time step a code of `secret` belongs to at `nowMs`, within the window; undefined when it matches none. */
 export function matchingStep(secret: string, code: string, nowMs: number): number | undefined {
   // Stryker: the library refuses a code of any other length too, so either anchor alone holds.

@@ -1,15 +1,16 @@
 // The MFA routes both Edge APIs share (controller-interface.md, "Client API: MFA"; behaviour.md §5):
 // the current identity's TOTP enrollment and recovery codes, the completion of a login that waits
-// for its second factor, and the TOTP token of a caller with an OIDC access token. Enrollment works while the login waits, so an identity whose policy
-// requires TOTP can enroll; recovery codes need a complete login. A code comes in the body or, where
-// the interface allows, in the `mfa-validation-code` header — the only way for GET, whose body HTTP
-// gives no meaning (Fastify does not read one, and proxies may drop it).
+// for its second factor, and the TOTP token of a caller with an OIDC access token. Enrollment works
+// while the login waits, so an identity whose policy requires TOTP can enroll; recovery codes need a
+// complete login. A code comes in the body or, where the interface allows, in the
+// `mfa-validation-code` header; the recovery-code read takes either although it is a GET, as the
+// interface lists and the established controller's clients send it.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Core } from '../core/core.js';
 import type { AttemptScope } from '../auth/mfa.js';
-import { fieldError } from '../errors.js';
+import { ApiError, fieldError } from '../errors.js';
 import { EMPTY, envelope } from './envelope.js';
 import { PARTIAL_SESSION, SESSION } from './auth-requirements.js';
 import { principalOf } from './credentials.js';
@@ -81,13 +82,50 @@ function caller(request: FastifyRequest): { id: string; name: string } {
   return { id: identity.id, name: identity.name };
 }
 
-/** The code of the body, else of the header; `required` refuses neither given. */
+/**
+ * The code of the body, else of the header; `required` refuses neither given. An empty code in the
+ * body gives way to the header's: generated clients send `{"code": ""}` when given no code.
+ */
 function codeOf(request: FastifyRequest, required: boolean): string {
-  const body = request.body as { code?: string } | null | undefined;
+  const inBody = (request.body as { code?: string } | null | undefined)?.code;
   const header = (request.headers as Record<string, unknown>)['mfa-validation-code'];
-  const code = body?.code ?? (typeof header === 'string' ? header : undefined);
+  const code = inBody || (typeof header === 'string' ? header : inBody);
   if (code === undefined && required) throw fieldError('code', 'is required');
   return code ?? '';
+}
+
+/** A body that holds a code, with room to spare; a GET body is read here, not by Fastify. */
+const MAX_GET_BODY = 4096;
+
+/**
+ * Reads the code body of a GET into `request.body` before the handler: Fastify neither reads nor
+ * validates a body of a GET. Parsed by the server's JSON parser, bounded, refused like any other body
+ * when it is not JSON, and checked as `OptionalCodeBody` would (the code itself is never echoed).
+ */
+function codeBodyOfGet(server: FastifyInstance): (request: FastifyRequest) => Promise<void> {
+  const parse = server.getDefaultJsonParser('error', 'error');
+  return async (request) => {
+    if (request.raw.readableEnded) return;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of request.raw as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_GET_BODY) throw new ApiError('REQUEST_ENTITY_TOO_LARGE', `the request body is larger than ${MAX_GET_BODY} bytes`);
+      chunks.push(chunk);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (text.trim() === '') return;
+    if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'the request body must be application/json');
+    }
+    const body = await new Promise<unknown>((resolve, reject) => parse(request, text, (err, parsed) => (err ? reject(err) : resolve(parsed))));
+    if (body !== null && (typeof body !== 'object' || Array.isArray(body))) throw fieldError('body', 'must be an object with a code');
+    const code = (body as { code?: unknown } | null)?.code;
+    if (code !== undefined && (typeof code !== 'string' || code.length > MAX_CODE)) {
+      throw fieldError('code', `must be a string of at most ${MAX_CODE} characters`);
+    }
+    request.body = body;
+  };
 }
 
 export function mfaRoutes(server: FastifyInstance, core: Core): void {
@@ -159,6 +197,7 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
   app.get(`${SELF}/recovery-codes`, {
     config: { auth: SESSION },
     schema: { operationId: 'detailMfaRecoveryCodes', tags, headers: CodeHeader, response: { 200: MfaRecoveryCodes } },
+    preValidation: codeBodyOfGet(server),
     handler: async (request, reply) => {
       const answer = await core.mfa.recoveryCodes(caller(request), codeOf(request, true), scopeOf(request));
       reply.header('cache-control', 'no-store');
