@@ -161,6 +161,22 @@ describe('addresses', () => {
     ['::', 'reserved'],
     ['8.8.8.8', 'public'],
     ['2606:4700:4700::1111', 'public'],
+    // IPv6 addresses that reach an IPv4 address through a translator or a tunnel are that address.
+    ['64:ff9b::7f00:1', 'loopback'],
+    ['64:ff9b::10.0.0.1', 'private'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'],
+    ['64:ff9b::808:808', 'public'],
+    ['64:ff9b:1::a00:1', 'reserved'],
+    ['::127.0.0.1', 'loopback'],
+    ['::a00:1', 'private'],
+    ['::8.8.8.8', 'public'],
+    ['::ffff:0:7f00:1', 'loopback'],
+    ['::ffff:0:808:808', 'public'],
+    ['2002:7f00:1::', 'loopback'],
+    ['2002:c0a8:101::1', 'private'],
+    ['2002:808:808::1', 'public'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'],
+    ['fe80::1%eth0', 'link-local'],
   ])('%s is %s', (address, kind) => {
     expect(classifyAddress(address)).toBe(kind);
   });
@@ -173,6 +189,9 @@ describe('addresses', () => {
     ['https://[::ffff:169.254.169.254]/jwks', 'link-local'],
     ['https://0.0.0.0/jwks', 'reserved'],
     ['https://localhost/jwks', 'loopback'],
+    ['https://[64:ff9b::7f00:1]/jwks', 'loopback'],
+    ['https://[::127.0.0.1]/jwks', 'loopback'],
+    ['https://[64:ff9b::10.1.2.3]/jwks', 'private'],
   ])('refuses the target %s (%s) by default', async (url, kind) => {
     expect(await refusal(targetAddresses(new URL(url), STRICT))).toContain(kind);
   });

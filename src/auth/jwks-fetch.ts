@@ -58,17 +58,54 @@ const RESERVED = blockList([
   ['::', 128, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
   ['2001:db8::', 32, 'ipv6'],
+  // Teredo, whose client address is hidden in the address; NAT64 for local use (RFC 8215).
+  ['2001::', 32, 'ipv6'],
+  ['64:ff9b:1::', 48, 'ipv6'],
 ]);
 
+/** The sixteen-bit words of an IPv6 address (valid, as isIP says; a zone after % is dropped). */
+function ipv6Words(address: string): number[] {
+  let text = address.split('%')[0]!;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const first = head === '' ? [] : head.split(':');
+  const last = tail === undefined || tail === '' ? [] : tail.split(':');
+  const words = tail === undefined ? first : [...first, ...Array<string>(8 - first.length - last.length).fill('0'), ...last];
+  return words.map((w) => parseInt(w, 16));
+}
+
 /**
- * What kind of target an address is. An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`, or
- * `::ffff:7f00:1` as the URL parser writes it) counts as its IPv4 address: BlockList matches it
- * against the IPv4 rules.
+ * The IPv4 address an IPv6 address reaches through a translator or tunnel: NAT64 (64:ff9b::/96),
+ * IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0/96) forms, 6to4 (2002::/16). A NAT64 gateway
+ * makes 64:ff9b::10.0.0.1 reach 10.0.0.1, so such an address is what its IPv4 address is.
+ */
+function embeddedIpv4(address: string): string | undefined {
+  const w = ipv6Words(address);
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zero = (from: number, to: number) => w.slice(from, to).every((x) => x === 0);
+  if (w[0] === 0x64 && w[1] === 0xff9b && zero(2, 6)) return v4(w[6]!, w[7]!);
+  if (zero(0, 6) && (w[6] !== 0 || w[7]! > 1)) return v4(w[6]!, w[7]!);
+  if (zero(0, 4) && w[4] === 0xffff && w[5] === 0) return v4(w[6]!, w[7]!);
+  if (w[0] === 0x2002) return v4(w[1]!, w[2]!);
+  return undefined;
+}
+
+/**
+ * What kind of target an address is. An IPv6 address that carries an IPv4 address to reach counts as
+ * that address: IPv4-mapped ones (`::ffff:127.0.0.1`, or `::ffff:7f00:1` as the URL parser writes it)
+ * through BlockList, which matches them against the IPv4 rules, and the others through
+ * {@link embeddedIpv4}.
  */
 export function classifyAddress(address: string): AddressClass {
   // Stryker: BlockList.check reads an IPv6 address as one whatever family it is told (only an IPv4
   // address needs 'ipv4'), so a mutant of the 'ipv6' literal is the same.
   const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
+  const carried = family === 'ipv6' ? embeddedIpv4(address) : undefined;
+  if (carried !== undefined) return classifyAddress(carried);
   if (LOOPBACK.check(address, family)) return 'loopback';
   if (LINK_LOCAL.check(address, family)) return 'link-local';
   if (PRIVATE.check(address, family)) return 'private';
