@@ -25,7 +25,7 @@ import {
   type TestController,
 } from './helpers.js';
 import { client, Network, ok, type Person } from './fixtures/network.js';
-import { bearer, decodeJwt, oidcLogin } from './oidc-helpers.js';
+import { bearer, decodeJwt, oidcLogin, pkce, postLogin, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -470,6 +470,25 @@ describe('ending API sessions (behaviour.md §6)', () => {
     await expectEnded(since);
     t.clock.advance(1_000);
     await expectLive(await loggedIn(carol));
+  });
+
+  it('IDENTITY ends an OIDC login whose code was not exchanged yet, also a second later; a later login works', async () => {
+    const gina = await person();
+    const { verifier, challenge } = pkce();
+    const { id } = await startAuthorization(t, { challenge });
+    const login = await postLogin(t, id, gina.username, gina.password);
+    expect(login.statusCode, login.body).toBe(302);
+    const code = new URL(String(login.headers.location)).searchParams.get('code')!;
+    t.clock.advance(100);
+    expect((await revoke(admin, { id: gina.id, type: 'IDENTITY' })).statusCode).toBe(201);
+    // The API session of an OIDC login is made at the exchange, after the revocation.
+    t.clock.advance(1_500);
+    const exchange = await postToken(t, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier });
+    expect(exchange.statusCode, exchange.body).toBe(400);
+    expect(json(exchange)).toMatchObject({ error: 'invalid_grant', error_description: 'the sessions of the identity were revoked after this login' });
+    expect(await apiSessionsOf(gina.id)).toEqual([]);
+    const later = await oidcLogin(t, gina.username, gina.password);
+    expect((await call(t, 'GET', `${CLIENT}/current-identity`, { headers: bearer(later.access_token) })).statusCode).toBe(200);
   });
 
   it('API_SESSION ends the legacy API session it names and its sessions, nothing else', async () => {

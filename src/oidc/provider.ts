@@ -215,6 +215,10 @@ export class OidcProvider {
     const primary = request.primary!;
     const identity = await this.deps.identities.get(primary.identityId);
     if (!identity || this.deps.identities.isDisabled(identity)) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
+    // Its API session is made only now: a revocation of the identity since the login ends the login.
+    if (this.deps.revocations.isRevoked('IDENTITY', identity.id, request.authTime)) {
+      throw new OAuthError('invalid_grant', 'the sessions of the identity were revoked after this login');
+    }
     const configTypes = await this.resolveConfigTypes(request.configTypes);
     const { session } = await this.deps.sessions.create({
       identityId: primary.identityId,
