@@ -34,7 +34,7 @@ function expectPreflightAnswer(res: LightMyRequestResponse): void {
   expect(res.headers['access-control-allow-credentials']).toBeUndefined();
   expect(list(res.headers['access-control-allow-methods'])).toEqual(expect.arrayContaining(['get', 'post', 'put', 'patch', 'delete']));
   expect(list(res.headers['access-control-allow-headers'])).toEqual(
-    expect.arrayContaining(['content-type', 'accept', 'authorization', 'overlay-session', 'mfa-validation-code']),
+    expect.arrayContaining(['content-type', 'accept', 'authorization', 'overlay-session', 'mfa-validation-code', 'session-token', 'overlay-token-issuer-id']),
   );
   expect(Number(res.headers['access-control-max-age'])).toBeGreaterThan(0);
 }

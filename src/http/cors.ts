@@ -14,7 +14,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 export const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /** Request headers a page may send beyond the CORS-safelisted ones. */
-export const CORS_REQUEST_HEADERS = ['content-type', 'accept', 'authorization', 'overlay-session', 'mfa-validation-code'] as const;
+export const CORS_REQUEST_HEADERS = [
+  'content-type',
+  'accept',
+  'authorization',
+  'overlay-session',
+  'mfa-validation-code',
+  // The edge router list's and the token enrollment's own headers.
+  'session-token',
+  'overlay-token-issuer-id',
+] as const;
 
 /** Response headers a page may read beyond the CORS-safelisted ones. */
 export const CORS_EXPOSED_HEADERS = ['overlay-session', 'expiration-seconds', 'expires-at', 'totp-required', 'www-authenticate'] as const;
