@@ -60,14 +60,22 @@ export async function factsOf(posture: Pick<PostureStore, 'of'>, caller: Caller,
   };
 }
 
-/** One entry per policy granting access: whether all of its checks pass, and each check. */
+/**
+ * One entry per policy granting access: whether all of its checks pass, and each check. An entry
+ * depends only on its policy and the facts, so one list's services share it through `made` (one
+ * object per policy and type): a policy granting every service is evaluated once, not per service.
+ */
 export function policyPostureQueries(
   grants: readonly Grant[],
   checksOf: ReadonlyMap<string, readonly string[]>,
   catalog: ReadonlyMap<string, StoredPostureCheck>,
   facts: PostureFacts,
+  made: Map<string, PolicyPostureQueries> = new Map(),
 ): PolicyPostureQueries[] {
   return grants.map((g) => {
+    const key = `${g.type} ${g.policyId}`;
+    let entry = made.get(key);
+    if (entry) return entry;
     const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
     const queries = checks.map((c): CheckPostureQuery => ({
       _links: entityLinks(postureChecksDef, c.id),
@@ -76,7 +84,9 @@ export function policyPostureQueries(
       tags: c.tags,
       ...postureQuery(c, facts),
     }));
-    return { policyId: g.policyId, policyType: g.type, isPassing: evaluatePolicy(checks, facts).isPassing, postureQueries: queries };
+    entry = { policyId: g.policyId, policyType: g.type, isPassing: evaluatePolicy(checks, facts).isPassing, postureQueries: queries };
+    made.set(key, entry);
+    return entry;
   });
 }
 
@@ -253,6 +263,7 @@ export class ClientServices {
       for (const c of configs.values()) versions.push(...c.versions);
       for (const c of catalog.values()) versions.push(`${c.id}@${c.updatedAt}`);
     }
+    const made = new Map<string, PolicyPostureQueries>();
     return entities.map((e) => {
       const grants = access.services.get(e.id) ?? [];
       const own = configs.get(e.id)!;
@@ -266,7 +277,7 @@ export class ClientServices {
         configs: own.ids,
         permissions: [...new Set(grants.map((g) => g.type))].sort(),
         config,
-        postureQueries: policyPostureQueries(grants, access.checksOf, catalog, facts),
+        postureQueries: policyPostureQueries(grants, access.checksOf, catalog, facts, made),
       };
     });
   }

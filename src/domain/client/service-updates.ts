@@ -71,10 +71,29 @@ export class ServiceUpdateMarkers implements Cache {
     return iso(at);
   }
 
+  /**
+   * Services share the posture query entry of a policy (policyPostureQueries), which is taken once
+   * each: a policy with many checks granting many services would otherwise be written out once per
+   * service (10,000 checks for each of 100 services took seconds of the event loop).
+   */
   private async fingerprint(caller: Caller): Promise<string> {
     const versions: string[] = [];
     const { items } = await this.services.list(caller, { sort: [], offset: 0, limit: null }, 'all', undefined, { versions });
-    return createHash('sha256').update(JSON.stringify(items)).update(JSON.stringify(versions.sort())).digest('base64url');
+    const digests = new Map<unknown, string>();
+    const digestOf = (entry: unknown): string => {
+      let digest = digests.get(entry);
+      if (digest === undefined) {
+        digest = createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
+        digests.set(entry, digest);
+      }
+      return digest;
+    };
+    const hash = createHash('sha256');
+    for (const item of items) {
+      const queries = (item as { postureQueries?: unknown[] }).postureQueries ?? [];
+      hash.update(JSON.stringify({ ...item, postureQueries: queries.map(digestOf) }));
+    }
+    return hash.update(JSON.stringify(versions.sort())).digest('base64url');
   }
 }
 
