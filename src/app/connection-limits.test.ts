@@ -29,7 +29,7 @@ describe('serverTimeoutOptions', () => {
       handshakeTimeout: 10_000,
       headersTimeout: 10_000,
       requestTimeout: 30_000,
-      keepAliveTimeout: 30_000,
+      keepAliveTimeout: 60_000,
       connectionsCheckingInterval: 1_000,
     });
     expect(serverTimeoutOptions({ ...DEFAULT_LISTENER_OPTIONS, readHeaderTimeout: 400 }).connectionsCheckingInterval).toBe(100);

@@ -55,7 +55,7 @@ web:
     options:
       readHeaderTimeout: 10s
       readTimeout: 30s
-      idleTimeout: 30s
+      idleTimeout: 60s
       writeTimeout: 30s
       maxConnections: 1024
       maxConnectionsPerAddress: 16
@@ -92,7 +92,7 @@ describe('defaults', () => {
           options: {
             readHeaderTimeout: 10_000,
             readTimeout: 30_000,
-            idleTimeout: 30_000,
+            idleTimeout: 60_000,
             writeTimeout: 30_000,
             maxConnections: 1024,
             maxConnectionsPerAddress: 64,

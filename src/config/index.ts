@@ -140,7 +140,7 @@ const SECOND = 1000;
 export const DEFAULT_LISTENER_OPTIONS: Readonly<ListenerOptions> = Object.freeze({
   readHeaderTimeout: 10 * SECOND,
   readTimeout: 30 * SECOND,
-  idleTimeout: 30 * SECOND,
+  idleTimeout: 60 * SECOND,
   writeTimeout: 30 * SECOND,
   maxConnections: 1024,
   maxConnectionsPerAddress: 64,
