@@ -196,6 +196,35 @@ describe('timeouts', () => {
     expect(bodyOf(answer!).error).toMatchObject({ code: 'REQUEST_TIMEOUT' });
   });
 
+  it('answers 413 and closes at once when the declared body is too large, reading none of it', async () => {
+    const { port } = await start(TIMEOUTS);
+    const client = new Client(port);
+    expect(await client.handshake()).toBe(true);
+    client.socket.write(`POST ${MGMT}/identities HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n{}`);
+    // Closed well before the request deadline (3 s), with one answer only.
+    const closedAfter = await client.waitClosed(2_000);
+    expect(closedAfter).toBeDefined();
+    const all = answers(client.received);
+    expect(all).toHaveLength(1);
+    expect(statusOf(all[0]!)).toBe(413);
+    expect(headerOf(all[0]!, 'connection')).toBe('close');
+    expect(bodyOf(all[0]!).error).toMatchObject({ code: 'REQUEST_ENTITY_TOO_LARGE' });
+  });
+
+  it('answers 413 and closes when a chunked body grows past the limit', async () => {
+    const { port } = await start(TIMEOUTS);
+    const client = new Client(port);
+    expect(await client.handshake()).toBe(true);
+    const chunk = 'x'.repeat(64 * 1024);
+    client.socket.write(`POST ${MGMT}/authenticate?method=password HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    for (let i = 0; i < 18; i++) client.socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    const closedAfter = await client.waitClosed(2_500);
+    expect(closedAfter).toBeDefined();
+    const [answer] = answers(client.received);
+    expect(statusOf(answer!)).toBe(413);
+    expect(headerOf(answer!, 'connection')).toBe('close');
+  });
+
   it('answers 408 and closes when the body comes too slowly', async () => {
     const { port } = await start('{ readHeaderTimeout: 500ms, readTimeout: 1s }');
     const client = new Client(port);

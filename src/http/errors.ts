@@ -95,6 +95,8 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   if (status >= 500) request.log.error({ ...requestContext(request), err, status }, 'request failed');
   else request.log.info({ ...requestContext(request), code: apiError.code, status }, apiError.message);
   if (apiError.headers) reply.headers(apiError.headers);
+  // The rest of a body too large is never read, so the connection can carry no further request.
+  if (apiError.code === 'REQUEST_ENTITY_TOO_LARGE') reply.header('connection', 'close');
   void reply.code(status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
 }
 
