@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   // Answered by the listener itself when a request misses its deadline or its headers overflow.
   REQUEST_TIMEOUT: 408,
   REQUEST_HEADER_FIELDS_TOO_LARGE: 431,
+  // An Expect header other than 100-continue.
+  EXPECTATION_FAILED: 417,
   INVALID_CONTENT_TYPE: 400,
   UNSUPPORTED_MEDIA_TYPE: 415,
   ENTITY_CAN_NOT_BE_UPDATED: 400,

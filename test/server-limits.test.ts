@@ -425,6 +425,14 @@ describe('requests the HTTP parser refuses', () => {
       status: 400,
       code: 'COULD_NOT_VALIDATE',
     },
+    // Node answers these before any route: a CONNECT it would drop, an Expect it would answer bare.
+    { name: 'a CONNECT', request: 'CONNECT ctrl:443 HTTP/1.1\r\nHost: ctrl:443\r\n\r\n', status: 405, code: 'METHOD_NOT_ALLOWED' },
+    {
+      name: 'an Expect other than 100-continue',
+      request: 'GET /edge/client/v1/version HTTP/1.1\r\nHost: ctrl\r\nExpect: weird\r\n\r\n',
+      status: 417,
+      code: 'EXPECTATION_FAILED',
+    },
   ])('$name: $status with the envelope and Connection: close, then the connection closes', async ({ request, status, code }) => {
     const { port } = await start(ANSWERS);
     const client = new Client(port);
@@ -441,5 +449,21 @@ describe('requests the HTTP parser refuses', () => {
     expect(body.error).toMatchObject({ code });
     expect(body.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(body.meta).toMatchObject({ apiVersion: expect.any(String) });
+  });
+});
+
+describe('an HTTP/1.1 request without Host', () => {
+  it('is refused with 400 and the envelope, and an HTTP/1.0 one is served', async () => {
+    const { port } = await start(ANSWERS);
+    const client = new Client(port);
+    client.socket.write('GET /edge/client/v1/version HTTP/1.1\r\n\r\n');
+    const [answer] = await client.waitAnswers(1);
+    expect(statusOf(answer!)).toBe(400);
+    expect(bodyOf(answer!).error).toMatchObject({ code: 'COULD_NOT_VALIDATE', message: 'an HTTP/1.1 request must have a Host header' });
+    client.destroy();
+    const old = new Client(port);
+    old.socket.write('GET /edge/client/v1/version HTTP/1.0\r\n\r\n');
+    expect(statusOf((await old.waitAnswers(1))[0]!)).toBe(200);
+    old.destroy();
   });
 });

@@ -12,12 +12,12 @@
 //     deadline is answered with the error envelope and `Connection: close`, and the connection
 //     closes: the parser's state is lost, so nothing more on it can be read reliably.
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as HttpsServer, ServerOptions as HttpsServerOptions } from 'node:https';
 import { isIPv4, isIPv6, type Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ListenerOptions } from '../config/index.js';
-import { ApiError, type ErrorCode } from '../errors.js';
+import { ApiError, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { errorBody } from '../http/errors.js';
 
 /** Requests one connection may have received and not yet answered. */
@@ -83,6 +83,7 @@ export class ConnectionLimits {
     // Before the TLS layer sees the socket, so a refused connection costs no handshake.
     server.prependListener('connection', (socket: Socket) => this.admit(socket));
     server.on('secureConnection', (socket: Socket) => this.track(socket));
+    this.answerOutsideRoutes(server);
     app.addHook('onRequest', (request, reply, done) => {
       const state = this.connections.get(request.raw.socket);
       if (!state) {
@@ -117,28 +118,48 @@ export class ConnectionLimits {
     return (err, socket) => {
       // Reset by the peer, or answered already and lingering: nothing to add.
       if (err.code === 'ECONNRESET' || socket.destroyed || socket.writableEnded) return;
-      const { status, code, message } = describeClientError(err);
-      const requestId = randomUUID();
-      this.log.info({ requestId, status, code, parserError: err.code }, message);
-      // An answer already started on this connection would be corrupted by another one.
-      const started = this.connections.get(socket)?.current?.headersSent === true;
-      if (!socket.writable || started) {
-        socket.destroy();
-        return;
-      }
-      const body = JSON.stringify(errorBody(new ApiError(code, message), requestId));
-      socket.end(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
-          'Connection: close\r\n' +
-          'Content-Type: application/json; charset=utf-8\r\n' +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-          `x-request-id: ${requestId}\r\n\r\n${body}`,
-      );
-      // The client reads the answer and closes; one that does not is cut off.
-      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-      timer.unref();
-      socket.once('close', () => clearTimeout(timer));
+      const { code, message } = describeClientError(err);
+      this.answerAndClose(socket, code, message, { parserError: err.code });
     };
+  }
+
+  /**
+   * Requests Node answers before any route, bare or not at all: a CONNECT (its socket is handed over,
+   * and would be dropped) and an Expect other than 100-continue (417 with no body). Both get the
+   * envelope, and the connection closes.
+   */
+  private answerOutsideRoutes(server: HttpsServer): void {
+    server.on('connect', (request: IncomingMessage, socket: Socket) =>
+      this.answerAndClose(socket, 'METHOD_NOT_ALLOWED', `${request.method ?? 'CONNECT'} is not allowed`),
+    );
+    server.on('checkExpectation', (request: IncomingMessage) =>
+      this.answerAndClose(request.socket, 'EXPECTATION_FAILED', 'only the expectation 100-continue is supported'),
+    );
+  }
+
+  /** Writes the envelope of `code` straight to the socket with `Connection: close`, then closes it. */
+  private answerAndClose(socket: Socket, code: ErrorCode, message: string, logged: Record<string, unknown> = {}): void {
+    const status = ERROR_STATUS[code];
+    const requestId = randomUUID();
+    this.log.info({ requestId, status, code, ...logged }, message);
+    // An answer already started on this connection would be corrupted by another one.
+    const started = this.connections.get(socket)?.current?.headersSent === true;
+    if (!socket.writable || started) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify(errorBody(new ApiError(code, message), requestId));
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+        'Connection: close\r\n' +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\n\r\n${body}`,
+    );
+    // The client reads the answer and closes; one that does not is cut off.
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
   }
 
   private admit(socket: Socket): void {
@@ -246,14 +267,14 @@ function close(state: ConnectionState, socket: Socket): void {
 }
 
 /** What a client error is answered with. */
-function describeClientError(err: NodeJS.ErrnoException): { status: number; code: ErrorCode; message: string } {
+function describeClientError(err: NodeJS.ErrnoException): { code: ErrorCode; message: string } {
   switch (err.code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, code: 'REQUEST_TIMEOUT', message: 'the request did not arrive in time' };
+      return { code: 'REQUEST_TIMEOUT', message: 'the request did not arrive in time' };
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: 'the request headers are too large' };
+      return { code: 'REQUEST_HEADER_FIELDS_TOO_LARGE', message: 'the request headers are too large' };
     default:
-      return { status: 400, code: 'COULD_NOT_VALIDATE', message: 'the request is not valid HTTP/1.1' };
+      return { code: 'COULD_NOT_VALIDATE', message: 'the request is not valid HTTP/1.1' };
   }
 }
 

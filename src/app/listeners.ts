@@ -49,6 +49,8 @@ export async function buildServer(
       // TLS does not judge client certificates: the trusted CAs change at runtime, so a certificate
       // login verifies the presented chain itself (auth/cert-trust.ts).
       rejectUnauthorized: false,
+      // Node's own refusal of an HTTP/1.1 request without Host is a bare 400; the hook below answers it.
+      requireHostHeader: false,
       ...serverTimeoutOptions(listener.options),
     },
     // Fastify sets these two on the server after creating it; the same values as above.
@@ -78,6 +80,9 @@ export async function buildServer(
 
   // An oversized body is refused from its declared length, before any other work on the request.
   app.addHook('onRequest', async (request) => {
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      throw new ApiError('COULD_NOT_VALIDATE', 'an HTTP/1.1 request must have a Host header');
+    }
     const length = Number(request.headers['content-length']);
     if (length > BODY_LIMIT) {
       throw new ApiError('REQUEST_ENTITY_TOO_LARGE', `the request body is larger than ${BODY_LIMIT} bytes`);
