@@ -174,7 +174,7 @@ describe('bad input', () => {
     ['an empty controllerId', { controllerId: '' }, 'controllerId'],
     ['a controllerId of 256 characters', { controllerId: 'c'.repeat(256) }, 'controllerId'],
     // It becomes the setting's id, which goes in URLs.
-    ...['a/b', '..x y', 'a\u0000b', '#all', 'x?y', '%41', '\u{1F600}'].map((id) => [`the controllerId ${JSON.stringify(id)}`, { controllerId: id }, 'controllerId'] as [string, object, string]),
+    ...['a/b', '.', '..', '..x y', 'a\u0000b', '#all', 'x?y', '%41', '\u{1F600}'].map((id) => [`the controllerId ${JSON.stringify(id)}`, { controllerId: id }, 'controllerId'] as [string, object, string]),
     ['an unknown oidc field', { controllerId: 'bad-1', oidc: { issuer: 'x' } }, 'oidc'],
     ['redirectUris that are not a list', { controllerId: 'bad-2', oidc: { redirectUris: 'https://a/cb' } }, 'oidc.redirectUris'],
     ['a relative redirect URI', { controllerId: 'bad-3', oidc: { redirectUris: ['/cb'] } }, 'oidc.redirectUris[0]'],
