@@ -101,6 +101,8 @@ describe('create, read, change, delete', () => {
 
   it('defaults oidc to an empty object', async () => {
     expect((await create(admin, { controllerId: 'ctrl-bare' })).statusCode).toBe(201);
+    // Short ids and dots within are ids like any other.
+    for (const id of ['c1', '.x', 'a..b']) expect((await create(admin, { controllerId: id })).statusCode).toBe(201);
     expect(await get('ctrl-bare')).toMatchObject({ id: 'ctrl-bare', controllerId: 'ctrl-bare', oidc: {}, tags: {} });
   });
 

@@ -36,7 +36,7 @@ export const controllerSettings = defineResource({
       minLength: 1,
       maxLength: MAX_NAME,
       // It becomes the setting's id, and ids are URL-safe (behaviour.md §1), as controller ids are.
-      pattern: '^(?!\.\.?$)[0-9A-Za-z._~-]+$',
+      pattern: '^(?!\\.\\.?$)[0-9A-Za-z._~-]+$',
     }),
     oidc: field.json(Type.Object({ redirectUris: Type.Optional(Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })), postLogoutUris: Type.Optional(Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 100 })) }, { additionalProperties: false }), 'OIDC settings', {
       default: {},
