@@ -17,6 +17,7 @@ import type { Server as HttpsServer, ServerOptions as HttpsServerOptions } from 
 import { isIPv4, isIPv6, type Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ListenerOptions } from '../config/index.js';
+import { ipv6Groups } from '../ipv6.js';
 import { ApiError, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { errorBody } from '../http/errors.js';
 
@@ -286,12 +287,5 @@ export function addressKey(address: string | undefined): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(plain);
   if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
   if (!isIPv6(plain)) return plain;
-  const [head = '', tail] = plain.split('::');
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  // A trailing dotted quad counts as two groups; the /64 is the first four, so it never matters.
-  const width = (groups: string[]): number => groups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
-  const zeros = tail === undefined ? [] : Array<string>(8 - width(headGroups) - width(tailGroups)).fill('0');
-  const groups = [...headGroups, ...zeros, ...tailGroups].slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16));
-  return `${groups.join(':')}::/64`;
+  return `${ipv6Groups(plain).slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }

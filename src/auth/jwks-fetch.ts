@@ -8,6 +8,7 @@ import { lookup } from 'node:dns/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { ipv6Groups } from '../ipv6.js';
 
 export interface JwksFetchPolicy {
   /** http:// is accepted when every address of the host is a loopback address. */
@@ -63,28 +64,13 @@ const RESERVED = blockList([
   ['64:ff9b:1::', 48, 'ipv6'],
 ]);
 
-/** The sixteen-bit words of an IPv6 address (valid, as isIP says; a zone after % is dropped). */
-function ipv6Words(address: string): number[] {
-  let text = address.split('%')[0]!;
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const first = head === '' ? [] : head.split(':');
-  const last = tail === undefined || tail === '' ? [] : tail.split(':');
-  const words = tail === undefined ? first : [...first, ...Array<string>(8 - first.length - last.length).fill('0'), ...last];
-  return words.map((w) => parseInt(w, 16));
-}
-
 /**
  * The IPv4 address an IPv6 address reaches through a translator or tunnel: NAT64 (64:ff9b::/96),
  * IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0/96) forms, 6to4 (2002::/16). A NAT64 gateway
  * makes 64:ff9b::10.0.0.1 reach 10.0.0.1, so such an address is what its IPv4 address is.
  */
 function embeddedIpv4(address: string): string | undefined {
-  const w = ipv6Words(address);
+  const w = ipv6Groups(address);
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
   const zero = (from: number, to: number) => w.slice(from, to).every((x) => x === 0);
   if (w[0] === 0x64 && w[1] === 0xff9b && zero(2, 6)) return v4(w[6]!, w[7]!);
