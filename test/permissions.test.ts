@@ -346,3 +346,71 @@ describe('a delegate cannot lock an admin out', () => {
     expect((await call(t, 'GET', `${MGMT}/current-identity`, { headers: bearer(tokens.access_token) })).statusCode).toBe(401);
   });
 });
+
+describe('enrollment secrets and credentials of privileged identities', () => {
+  /** A non-admin caller holding `permissions`, logged in. */
+  async function holder(name: string, permissions: string[]): Promise<string> {
+    await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-pw1`, permissions });
+    return login(t, name, `${name}-pw1`);
+  }
+  const enrollmentsOf = async (token: string, identityId: string) =>
+    json(await call(t, 'GET', `${MGMT}/enrollments?filter=${encodeURIComponent(`identityId = "${identityId}"`)}`, { token })).data as Record<string, unknown>[];
+
+  it('a read-only caller sees pending enrollments without their token and JWT, which enroll a credential (an admin once took over so)', async () => {
+    const newAdmin = json(
+      await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: 'pending-admin', type: 'User', isAdmin: true, enrollment: { ott: true } } }),
+    ).data.id as string;
+    const plain = json(await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: 'pending-plain', type: 'User', isAdmin: false, enrollment: { ott: true } } }))
+      .data.id as string;
+    for (const permissions of [['admin_readonly'], ['enrollment.read', 'identity.read']]) {
+      const token = await holder(`reader-${permissions.join('-')}`, permissions);
+      for (const target of [newAdmin, plain]) {
+        const [enrollment] = await enrollmentsOf(token, target);
+        expect(enrollment).toMatchObject({ method: 'ott', token: null, jwt: null });
+        const identity = json(await call(t, 'GET', `${MGMT}/identities/${target}`, { token })).data;
+        expect(identity.enrollment.ott).toMatchObject({ token: null, jwt: null, expiresAt: expect.any(String) });
+      }
+    }
+    // An admin sees them.
+    const [seen] = await enrollmentsOf(admin, newAdmin);
+    expect(seen).toMatchObject({ token: expect.any(String), jwt: expect.any(String) });
+  });
+
+  it('an enrollment writer sees the secrets of plain identities only, and cannot enroll or reset an identity that holds permissions', async () => {
+    const token = await holder('enroller', ['enrollment', 'identity']);
+    const plain = await createIdentity(t, admin, { name: 'enrollable' });
+    const strong = await createIdentity(t, admin, { name: 'strong', permissions: ['ca', 'identity'] });
+    const expiresAt = new Date(t.clock() + 3_600_000).toISOString();
+    expect((await call(t, 'POST', `${MGMT}/enrollments`, { token, body: { method: 'ott', identityId: plain, expiresAt } })).statusCode).toBe(201);
+    const [mine] = await enrollmentsOf(token, plain);
+    expect(mine).toMatchObject({ token: expect.any(String), jwt: expect.any(String) });
+
+    const refused = await call(t, 'POST', `${MGMT}/enrollments`, { token, body: { method: 'ott', identityId: strong, expiresAt } });
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(json(refused).error.code).toBe('UNAUTHORIZED');
+    expect(await enrollmentsOf(admin, strong)).toEqual([]);
+    const password = await call(t, 'POST', `${MGMT}/authenticators`, { token, body: { method: 'updb', identityId: strong, username: 'strong-backdoor', password: 'backdoor-1' } });
+    expect(password.statusCode, password.body).toBe(401);
+    // An enrollment an admin made for it is not shown with its secrets either.
+    expect((await call(t, 'POST', `${MGMT}/enrollments`, { token: admin, body: { method: 'ott', identityId: strong, expiresAt } })).statusCode).toBe(201);
+    expect((await enrollmentsOf(token, strong))[0]).toMatchObject({ token: null, jwt: null });
+  });
+
+  it('a router reader sees an edge router without its enrollment token; a router writer and an admin see it', async () => {
+    const router = json(await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'secret-router' } })).data.id as string;
+    const read = async (token: string) => json(await call(t, 'GET', `${MGMT}/edge-routers/${router}`, { token })).data;
+    for (const permissions of [['admin_readonly'], ['router.read']]) {
+      expect(await read(await holder(`router-reader-${permissions[0]}`, permissions))).toMatchObject({ enrollmentToken: null, enrollmentJwt: null });
+    }
+    expect(await read(await holder('router-writer', ['router']))).toMatchObject({ enrollmentToken: expect.any(String), enrollmentJwt: expect.any(String) });
+    expect(await read(admin)).toMatchObject({ enrollmentToken: expect.any(String) });
+  });
+
+  it('an identity that holds permissions still changes its own password', async () => {
+    const token = await holder('self-changer', ['identity.read']);
+    const mine = json(await call(t, 'GET', `${MGMT}/current-identity/authenticators`, { token })).data[0].id as string;
+    const res = await call(t, 'PATCH', `${MGMT}/current-identity/authenticators/${mine}`, { token, body: { currentPassword: 'self-changer-pw1', password: 'self-changer-pw2' } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await login(t, 'self-changer', 'self-changer-pw2')).toEqual(expect.any(String));
+  });
+});

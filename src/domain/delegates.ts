@@ -1,15 +1,18 @@
-// What a caller who is not an admin may not touch, whatever permissions it holds: an admin, its
-// credentials and what its access depends on. Every domain module that writes such records asks here.
+// What a caller who is not an admin may not touch, whatever permissions it holds: an admin, an
+// identity that holds permissions, their credentials and what their access depends on. Every domain
+// module that writes such records asks here, and so do the reads of enrollment secrets.
 import { ApiError } from '../errors.js';
+import { allows, type Permitted } from '../auth/permissions.js';
 import type { WriteContext } from './resources.js';
 
 /**
  * A caller who is not an admin may not change an admin, its credentials or what its access depends
- * on (its auth policy, revocations naming it or its API sessions), whatever permissions it holds:
- * otherwise `identity.update`, `auth-policy` or `ops` would be a path to the admin's account or a
- * way to lock every admin out.
+ * on (its auth policy, revocations naming it or its API sessions), nor the credentials of an
+ * identity that holds permissions, whatever permissions it holds: otherwise `identity.update`,
+ * `enrollment`, `auth-policy` or `ops` would be a path to the account and the permissions it holds,
+ * or a way to lock every admin out.
  */
-export function adminOnly(what = 'change an admin or its credentials'): ApiError {
+export function adminOnly(what = 'change an admin, an identity that holds permissions, or their credentials'): ApiError {
   return new ApiError('UNAUTHORIZED', `only an admin may ${what}`);
 }
 
@@ -18,12 +21,46 @@ export function byDelegate(ctx: WriteContext): boolean {
   return ctx.actor !== undefined && !ctx.actor.isAdmin;
 }
 
+/** An identity only an admin may manage: an admin, or one that holds permissions. */
+export function isPrivileged(identity: { isAdmin?: unknown; permissions?: unknown }): boolean {
+  return identity.isAdmin === true || (Array.isArray(identity.permissions) && identity.permissions.length > 0);
+}
+
 export async function isAdminIdentity(ctx: WriteContext, identityId: string): Promise<boolean> {
   const target = await ctx.resources.get('identities').repo.get(ctx.tx, identityId);
   return target?.isAdmin === true;
 }
 
-/** Refuses a delegate's change of an admin or its credentials (see adminOnly). */
+/** Refuses a delegate's change of an admin (see adminOnly). */
 export async function assertMayManage(ctx: WriteContext, identityId: string): Promise<void> {
   if (byDelegate(ctx) && (await isAdminIdentity(ctx, identityId))) throw adminOnly();
+}
+
+/**
+ * Refuses a delegate's change of the credentials (authenticators, enrollments) of a privileged
+ * identity: one that holds permissions too, since its credentials would lend them to the delegate.
+ */
+export async function assertMayManageCredentials(ctx: WriteContext, identityId: string): Promise<void> {
+  // Its own credentials lend a caller nothing it does not hold.
+  if (!byDelegate(ctx) || ctx.actor!.id === identityId) return;
+  const target = await ctx.resources.get('identities').repo.get(ctx.tx, identityId);
+  if (target && isPrivileged(target)) throw adminOnly();
+}
+
+/**
+ * Whether a reader may see the secrets of an identity's pending enrollments (the one-time token and
+ * the JWT that carries it): they enroll a credential of that identity, so only a reader that could
+ * make such an enrollment itself sees them: an admin, or a caller that may write enrollments or
+ * identities, for an identity it may manage. A read-only caller sees the enrollment without them.
+ */
+export function maySeeEnrollmentSecrets(reader: Permitted | undefined, target: { isAdmin?: unknown; permissions?: unknown }): boolean {
+  if (!reader) return false;
+  if (reader.isAdmin) return true;
+  if (isPrivileged(target)) return false;
+  return (['enrollment', 'identity'] as const).some((group) => allows(reader, group, 'create') || allows(reader, group, 'update'));
+}
+
+/** Whether a reader may see a router's enrollment token and JWT: one that could make or renew the enrollment. */
+export function maySeeRouterEnrollmentSecrets(reader: Permitted | undefined): boolean {
+  return reader !== undefined && (allows(reader, 'router', 'create') || allows(reader, 'router', 'update'));
 }

@@ -37,7 +37,7 @@ import type { enrollments } from '../resources/enrollments.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
-import { assertMayManage } from './delegates.js';
+import { assertMayManageCredentials, maySeeEnrollmentSecrets } from './delegates.js';
 import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
 
 export type Enrollment = EntityOf<'enrollments'>;
@@ -204,7 +204,7 @@ export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resourc
   return {
     async validate(ctx, next, prev) {
       if (prev) return;
-      await assertMayManage(ctx, next.identityId);
+      await assertMayManageCredentials(ctx, next.identityId);
       const expiresAt = Date.parse(next.expiresAt);
       if (!(expiresAt > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', next.expiresAt);
       next.expiresAt = iso(expiresAt);
@@ -230,30 +230,33 @@ export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resourc
       Object.assign(next, tokens.issue(next, ctx.now, await controllerUrls(ctx.tx, tokens.issuer)));
     },
     async beforeDelete(ctx, prev) {
-      await assertMayManage(ctx, prev.identityId);
+      await assertMayManageCredentials(ctx, prev.identityId);
     },
     computed: [
       computed<typeof enrollments>(
         {
-          token: Type.String({ description: 'the one-time token' }),
-          jwt: Type.String({ description: 'the enrollment JWT handed to the device; carries the token' }),
+          token: Type.Union([Type.String(), Type.Null()], { description: 'the one-time token; null to a reader that may not enroll the identity' }),
+          jwt: Type.Union([Type.String(), Type.Null()], { description: 'the enrollment JWT handed to the device; carries the token; null as token is' }),
           identity: IdentityRefSchema,
           ca: Type.Union([EntityRefSchema, Type.Null()]),
         },
-        async (ex, entities, answers) => {
+        async (ex, entities, answers, read) => {
           if (entities.length === 0) return;
-          const identityNames = await ex
+          const identityRepo = resources.get('identities').repo;
+          const identityRows = await ex
             .selectFrom('identities')
-            .select(['id', 'name'])
+            .selectAll()
             .where('id', 'in', [...new Set(entities.map((e) => e.identityId))])
             .execute();
-          const names = new Map(identityNames.map((r) => [String(r.id), String(r.name)]));
+          const identitiesById = new Map(identityRows.map((r) => [String(r.id), identityRepo.fromRow(r)]));
           const cas = await caNames(resources, ex, [...new Set(entities.flatMap((e) => (e.caId === null ? [] : [e.caId])))]);
           for (const [i, e] of entities.entries()) {
-            const name = names.get(e.identityId);
+            const identity = identitiesById.get(e.identityId);
+            const name = identity?.name;
+            const secrets = identity !== undefined && maySeeEnrollmentSecrets(read.reader, identity);
             Object.assign(answers[i]!, {
-              token: tokens.tokenOf(e),
-              jwt: tokens.jwtOf(e),
+              token: secrets ? tokens.tokenOf(e) : null,
+              jwt: secrets ? tokens.jwtOf(e) : null,
               identity: name === undefined ? null : { ...entityRef('identities', e.identityId, name), urlName: 'identities' },
               ca: e.caId !== null && cas.has(e.caId) ? entityRef('cas', e.caId, cas.get(e.caId)!) : null,
             });
@@ -400,7 +403,7 @@ export class Enrollments {
     await this.opts.resources.write(async (ctx) => {
       const e = await ctx.resources.get('enrollments').repo.get(ctx.tx, id);
       if (!e) throw notFound('enrollment', id);
-      await assertMayManage(ctx, e.identityId);
+      await assertMayManageCredentials(ctx, e.identityId);
       const until = Date.parse(expiresAt);
       if (!(until > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', expiresAt);
       const renewed = { ...e, expiresAt: iso(until) };
@@ -639,7 +642,7 @@ export class Enrollments {
       const authenticators = ctx.resources.get('authenticators');
       const a = await authenticators.repo.get(ctx.tx, authenticatorId);
       if (!a) throw notFound('authenticator', authenticatorId);
-      await assertMayManage(ctx, a.identityId);
+      await assertMayManageCredentials(ctx, a.identityId);
       await authenticators.deleteIn(ctx, a.id);
       const method = a.method === 'updb' ? 'updb' : a.caId !== null && a.caId !== undefined ? 'ottca' : 'ott';
       const enrollments = ctx.resources.get('enrollments');

@@ -12,14 +12,14 @@ import type { Change } from '../kernel/changes.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
 import { createIdentityEnrollments, pendingEnrollments, type EnrollmentTokens } from './enrollments.js';
-import { assertMayManage } from './delegates.js';
+import { assertMayManage, maySeeEnrollmentSecrets } from './delegates.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources } from './resources.js';
 
 /** What an identity's `enrollment` reads as: its pending enrollments, by method. */
 const PendingEnrollment = {
   id: Type.String(),
-  jwt: Type.String(),
-  token: Type.String(),
+  jwt: Type.Union([Type.String(), Type.Null()], { description: 'null to a reader that may not enroll the identity' }),
+  token: Type.Union([Type.String(), Type.Null()], { description: 'null to a reader that may not enroll the identity' }),
   expiresAt: Type.String({ format: 'date-time' }),
 };
 export const IdentityEnrollmentsSchema = Type.Object({
@@ -27,6 +27,11 @@ export const IdentityEnrollmentsSchema = Type.Object({
   ottca: Type.Optional(Type.Object({ ...PendingEnrollment, caId: Type.String(), ca: EntityRefSchema })),
   updb: Type.Optional(Type.Object(PendingEnrollment)),
 });
+
+/** Pending enrollments as a reader without their secrets sees them: the token and JWT null. */
+function withoutSecrets(pending: Record<string, object>): Record<string, object> {
+  return Object.fromEntries(Object.entries(pending).map(([method, e]) => [method, { ...e, token: null, jwt: null }]));
+}
 
 /**
  * Read fields of an identity beyond its stored ones: its type as a reference (written as the type's
@@ -48,7 +53,7 @@ const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => c
     hasEdgeRouterConnection: Type.Boolean(),
     edgeRouterConnectionStatus: Type.String(),
   },
-  async (ex, entities, answers) => {
+  async (ex, entities, answers, read) => {
     const ids = entities.map((e) => e.id);
     if (ids.length === 0) return;
     const auths = await ex
@@ -80,7 +85,7 @@ const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => c
         type: entityRef('identity-types', typeId, typeNames.get(typeId) ?? typeId),
         typeId,
         appData: e.appData ?? {},
-        enrollment: enrollments.get(e.id) ?? {},
+        enrollment: maySeeEnrollmentSecrets(read.reader, e) ? (enrollments.get(e.id) ?? {}) : withoutSecrets(enrollments.get(e.id) ?? {}),
         authenticators: {
           ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
           ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),

@@ -25,6 +25,7 @@ import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { EntityOf, ResourceName } from '../resources/index.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
+import type { Permitted } from '../auth/permissions.js';
 import type { Collection } from '../kernel/changes.js';
 import type { SqlFlavor } from '../query/flavor.js';
 import type { Caller } from './client/caller.js';
@@ -61,6 +62,8 @@ export interface ReadOptions {
   query?: Readonly<Record<string, unknown>>;
   /** The caller, for read fields that answer what it may do (a service's `permissions`, ...). */
   caller?: Caller;
+  /** What the caller may do, for read fields only some callers may see (enrollment tokens); none: it may see none of them. */
+  reader?: Permitted;
 }
 
 /**

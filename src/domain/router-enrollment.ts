@@ -28,6 +28,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { edgeRouters } from '../resources/routers.js';
 import { computed, type Actor, type Resources, type WriteContext } from './resources.js';
 import { controllerUrls, tokenInJwt, type EnrollmentTokens } from './enrollments.js';
+import { maySeeRouterEnrollmentSecrets } from './delegates.js';
 
 type EdgeRouter = EntityOf<'edge-routers'>;
 
@@ -79,12 +80,15 @@ export async function newRouterEnrollment(ctx: WriteContext, tokens: EnrollmentT
 export function routerEnrollmentReadFields(tokens: EnrollmentTokens) {
   return computed<typeof edgeRouters>(
     {
-      enrollmentJwt: Type.Union([Type.String(), Type.Null()], { description: 'the enrollment JWT handed to the router; null once enrolled' }),
-      enrollmentToken: Type.Union([Type.String(), Type.Null()], { description: 'the one-time token (the jti of the JWT); null once enrolled' }),
+      enrollmentJwt: Type.Union([Type.String(), Type.Null()], {
+        description: 'the enrollment JWT handed to the router; null once enrolled, and to a reader that may not enroll routers',
+      }),
+      enrollmentToken: Type.Union([Type.String(), Type.Null()], { description: 'the one-time token (the jti of the JWT); null as enrollmentJwt is' }),
     },
-    async (_ex, entities, answers) => {
+    async (_ex, entities, answers, read) => {
+      const secrets = maySeeRouterEnrollmentSecrets(read.reader);
       for (const [i, e] of entities.entries()) {
-        const jwt = e.enrollmentSealedJwt === null ? null : tokens.openSealed(e.enrollmentSealedJwt, sealContext(e.id));
+        const jwt = e.enrollmentSealedJwt === null || !secrets ? null : tokens.openSealed(e.enrollmentSealedJwt, sealContext(e.id));
         answers[i]!.enrollmentJwt = jwt;
         answers[i]!.enrollmentToken = jwt === null ? null : tokenInJwt(jwt, `edge router ${e.id}`);
       }

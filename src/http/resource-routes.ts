@@ -24,7 +24,8 @@ import { routeAuth, type Action } from './auth-requirements.js';
 /** What a read takes from its request: the query (computed fields may answer what it asks) and the caller. */
 export function readOptionsOf(request: FastifyRequest): ReadOptions {
   const query = request.query as Record<string, unknown>;
-  return request.principal ? { query, caller: callerOf(request) } : { query };
+  const identity = request.principal?.identity;
+  return identity ? { query, caller: callerOf(request), reader: identity } : { query };
 }
 
 /** The caller of a write, when the route had one. */
