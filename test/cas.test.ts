@@ -272,6 +272,12 @@ describe('deleting a CA', () => {
       body: { method: 'cert', identityId: unrelated, certPem: (await testCertificate('ca-user-unrelated', { issuer: await testCa('unrelated CA') })).certPem },
     });
     expect(unrelatedAuth.statusCode).toBe(201);
+    const enrolling = await createIdentity(t, admin, { name: 'ca-user-enrolling' });
+    const pending = await call(t, 'POST', `${MGMT}/enrollments`, {
+      token: admin,
+      body: { method: 'ottca', identityId: enrolling, caId: id, expiresAt: new Date(t.clock() + 3_600_000).toISOString() },
+    });
+    expect(pending.statusCode, pending.body).toBe(201);
 
     const deleted = await call(t, 'DELETE', url(id), { token: admin });
     expect(deleted.statusCode, deleted.body).toBe(200);
@@ -280,6 +286,8 @@ describe('deleting a CA', () => {
       expectError(await call(t, 'GET', `${MGMT}/authenticators/${json(res).data.id}`, { token: admin }), 404, 'NOT_FOUND');
     }
     expect((await call(t, 'GET', `${MGMT}/authenticators/${json(unrelatedAuth).data.id}`, { token: admin })).statusCode).toBe(200);
+    // Its enrollments went too: none is left naming a CA that is gone.
+    expectError(await call(t, 'GET', `${MGMT}/enrollments/${json(pending).data.id}`, { token: admin }), 404, 'NOT_FOUND');
     // The identities stay; only their authenticators went.
     expect((await call(t, 'GET', `${MGMT}/identities/${before}`, { token: admin })).statusCode).toBe(200);
   });

@@ -62,9 +62,13 @@ export function caBehaviour(): ResourceBehaviour<typeof cas> {
       if (!prev) await adoptIssuedAuthenticators(ctx, next);
     },
     async beforeDelete(ctx, prev) {
+      // What the CA's certificates log in or enroll with goes with it.
       const issued = await ctx.tx.selectFrom('authenticators').select('id').where('ca_id', '=', prev.id).execute();
       const authenticators = ctx.resources.get('authenticators');
       for (const row of issued) await authenticators.deleteIn(ctx, String(row.id));
+      const pending = await ctx.tx.selectFrom('enrollments').select('id').where('ca_id', '=', prev.id).execute();
+      const enrollments = ctx.resources.get('enrollments');
+      for (const row of pending) await enrollments.deleteIn(ctx, String(row.id));
     },
   };
 }
