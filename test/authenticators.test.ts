@@ -174,6 +174,13 @@ describe('updb authenticators', () => {
     expectError(await authenticate(t, 'repass', 'repass-old', { remoteAddress: '10.4.0.3' }), 401, 'INVALID_AUTH');
   });
 
+  it('patch takes a null password (the field is nullable) and leaves the password as it is', async () => {
+    const { authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'null-pass', username: 'null-pass', password: 'null-pass-pw' });
+    const res = await call(t, 'PATCH', url(authenticatorId), { token: admin, body: { password: null, username: 'null-pass-2' } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await login(t, 'null-pass-2', 'null-pass-pw')).toBeTruthy();
+  });
+
   it('patch validates', async () => {
     const { authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'patch-val', username: 'patch-val', password: 'patch-val-pw' });
     expectError(await call(t, 'PATCH', url(authenticatorId), { token: admin, body: { username: 'abc' } }), 400, 'COULD_NOT_VALIDATE', 'username');

@@ -17,11 +17,12 @@ export const authenticators = defineResource({
       ref: { collection: 'identities', onDelete: 'cascade' },
     }),
     username: field.string('updb only', { minLength: 4, maxLength: 100, nullable: true, unique: true, required: 'update' }),
-    password: field.string('updb only; stored as an Argon2id hash', {
+    password: field.string('updb only; stored as an Argon2id hash; null leaves it as it is', {
       minLength: 5,
       maxLength: 100,
       writeOnly: true,
       virtual: true,
+      nullable: true,
       required: 'update',
     }),
     certPem: field.string('cert only: the PEM certificate', { maxLength: MAX_CERT_PEM, createOnly: true, nullable: true, filterable: false }),
