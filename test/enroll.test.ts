@@ -153,6 +153,20 @@ describe('POST /enroll (generic)', () => {
     }
   });
 
+  it('takes an application/pkcs7 CSR as DER, as its base64 or as PEM', async () => {
+    for (const form of ['der', 'base64', 'pem'] as const) {
+      const { token } = await enrolling(`generic-pkcs7-${form}`);
+      const pem = await csrPem();
+      const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+      const body = form === 'der' ? der : form === 'base64' ? der.toString('base64') : pem;
+      const res = await call(t, 'POST', `${CLIENT}/enroll?method=ott&token=${token}`, { body, headers: { 'content-type': 'application/pkcs7' } });
+      expect(res.statusCode, `${form}: ${res.body}`).toBe(200);
+      expect(json(res).data.cert).toContain('-----BEGIN CERTIFICATE-----');
+    }
+    const { token } = await enrolling('generic-pkcs7-junk');
+    expectError(await call(t, 'POST', `${CLIENT}/enroll?method=ott&token=${token}`, { body: 'not a csr', headers: { 'content-type': 'application/pkcs7' } }), 400, 'MISSING_OR_INVALID_CSR');
+  });
+
   it('finds the method from the token, and refuses a method the token is not for', async () => {
     const updb = await enrolling('generic-updb', 'updb');
     const res = await call(t, 'POST', `${CLIENT}/enroll?token=${updb.token}`, { body: { password: 'generic-password-1' } });

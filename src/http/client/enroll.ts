@@ -12,6 +12,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Core } from '../../core/core.js';
 import { fieldError } from '../../errors.js';
 import { MAX_CSR_PEM } from '../../pki/index.js';
+import { toPem } from '../../pki/pem.js';
 import { MAX_NAME } from '../../resources/kit.js';
 import { PUBLIC } from '../auth-requirements.js';
 import { bearerToken, peerCertificates } from '../credentials.js';
@@ -19,13 +20,20 @@ import { EMPTY, envelope } from '../envelope.js';
 import { networkJwtRoutes } from '../enrollment-routes.js';
 import { dataEnvelopeSchema, EmptySchema } from '../resource-routes.js';
 
-const PEM_TYPES = ['application/x-pem-file', 'text/plain'];
+const PEM_TYPES = ['application/x-pem-file', 'text/plain', 'application/pkcs7'];
 const Token = Type.String({ minLength: 1, maxLength: 256, description: 'the one-time token (the jti of the enrollment JWT)' });
 const Csr = Type.String({ maxLength: MAX_CSR_PEM, description: 'PEM certificate signing request' });
 const Password = Type.String({ minLength: 1, maxLength: 100 });
 const OttEnrollmentRequest = Type.Object({ token: Token, clientCsr: Type.Optional(Csr) }, { title: 'ottEnrollmentRequest' });
 const METHODS = ['ott', 'ottca', 'updb', 'erott', 'ca'] as const;
 type Method = (typeof METHODS)[number];
+
+/** A CSR of an application/pkcs7 body: PEM, the base64 of its DER, or the DER itself; as PEM. */
+function csrPemOf(body: Buffer): string {
+  const text = body.toString('latin1').trim();
+  if (text.startsWith('-----BEGIN')) return text;
+  return toPem('CERTIFICATE REQUEST', body[0] === 0x30 ? body : Buffer.from(text.replace(/\s+/g, ''), 'base64'));
+}
 
 const CertsSchema = dataEnvelopeSchema(
   Type.Object(
@@ -176,9 +184,10 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
   });
 
   // The generic enrollment: the token's own enrollment says what it is exchanged for. A body of
-  // type text/plain or application/x-pem-file is the CSR itself.
+  // type text/plain, application/x-pem-file or application/pkcs7 is the CSR itself.
   app.register(async (scope) => {
     scope.addContentTypeParser('application/x-pem-file', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    scope.addContentTypeParser('application/pkcs7', { parseAs: 'buffer', bodyLimit: MAX_CSR_PEM }, (_request, body, done) => done(null, csrPemOf(body as Buffer)));
     scope.post('/enroll', {
       config: { auth: PUBLIC },
       schema: {
