@@ -155,7 +155,7 @@ describe('POST /enroll/ottca', () => {
     expect(identity.authenticators.cert).toMatchObject({ id: authenticator!.id, fingerprint: cert.fingerprint });
 
     expect(await loggedInAs(cert)).toMatchObject({ identityId: id, authenticatorId: authenticator!.id });
-    refused(await post(`${CLIENT}/enroll/ottca`, { token }, cert), 400, 'INVALID_ENROLLMENT_TOKEN');
+    refused(await post(`${CLIENT}/enroll/ottca`, { token }, cert), 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
   });
 
   it('accepts a certificate of an intermediate of the CA presented with the intermediate', async () => {
@@ -247,7 +247,7 @@ describe('POST /enroll/ottca', () => {
     const answers = await Promise.all(certs.map((c) => post(`${CLIENT}/enroll/ottca`, { token }, c)));
     const winners = answers.flatMap((a, i) => (a.statusCode === 200 ? [i] : []));
     expect(winners).toHaveLength(1);
-    for (const a of answers) if (a.statusCode !== 200) refused(a, 400, 'INVALID_ENROLLMENT_TOKEN');
+    for (const a of answers) if (a.statusCode !== 200) refused(a, 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
     const stored = await certAuthenticators(id);
     expect(stored.map((a) => a.fingerprint)).toEqual([certs[winners[0]!]!.fingerprint]);
   });

@@ -141,8 +141,8 @@ describe('a device enrolls with an openssl CSR and logs in with its certificate 
     const { identityId, token } = await ottToken('raced-over-tls');
     const devices = Array.from({ length: 5 }, (_, i) => opensslKeyAndCsr(`raced-${i}`));
     const answers = await Promise.all(devices.map((d) => https('POST', `${CLIENT}/enroll/ott`, { body: JSON.stringify({ token, clientCsr: d.csr }) })));
-    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 400, 400, 400, 400]);
-    for (const a of answers.filter((x) => x.statusCode === 400)) expect(JSON.parse(a.body).error.code).toBe('INVALID_ENROLLMENT_TOKEN');
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 410, 410, 410, 410]);
+    for (const a of answers.filter((x) => x.statusCode === 410)) expect(JSON.parse(a.body).error.code).toBe('INVALID_ENROLLMENT_ALREADY_ENROLLED');
     const winner = devices[answers.findIndex((a) => a.statusCode === 200)]!;
     const cert = JSON.parse(answers.find((a) => a.statusCode === 200)!.body).data.cert as string;
     const login = await https('POST', `${CLIENT}/authenticate?method=cert`, { body: '{}', client: { cert, key: winner.key } });

@@ -82,8 +82,8 @@ describe('POST /enroll/ott', () => {
     expect(auths).toHaveLength(1);
     expect(auths[0]).toMatchObject({ method: 'cert', identityId, isIssuedByNetwork: true, fingerprint: leaf.fingerprint.replace(/:/g, '').toLowerCase() });
     expectError(await call(t, 'GET', `${MGMT}/enrollments/${enrollmentId}`, { token: admin }), 404, 'NOT_FOUND');
-    // Used once: the same token again finds nothing.
-    expectError(await enrollOtt({ token, clientCsr: await csrPem() }), 400, 'INVALID_ENROLLMENT_TOKEN');
+    // Used once: the same token again is told so (410), until its enrollment would have expired.
+    expectError(await enrollOtt({ token, clientCsr: await csrPem() }), 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
   });
 
   it('accepts EC P-384 and RSA 2048 keys', async () => {
@@ -128,12 +128,21 @@ describe('POST /enroll/ott', () => {
     admin = await asAdmin(t);
   });
 
+  it('a used token is told so until its enrollment would have expired; then it is unknown', async () => {
+    const { token } = await enrolling('spent-device');
+    expect((await enrollOtt({ token, clientCsr: await csrPem() })).statusCode).toBe(200);
+    expectError(await enrollOtt({ token, clientCsr: await csrPem() }), 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
+    t.clock.advance(HOUR + 1_000);
+    admin = await asAdmin(t);
+    expectError(await enrollOtt({ token, clientCsr: await csrPem() }), 400, 'INVALID_ENROLLMENT_TOKEN');
+  });
+
   it('gives exactly one certificate for a token used by several requests at once', async () => {
     const { identityId, token } = await enrolling('raced-device');
     const csrs = await Promise.all(Array.from({ length: 6 }, () => csrPem()));
     const answers = await Promise.all(csrs.map((clientCsr) => enrollOtt({ token, clientCsr })));
-    expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 400, 400, 400, 400, 400]);
-    for (const r of answers.filter((a) => a.statusCode !== 200)) expectError(r, 400, 'INVALID_ENROLLMENT_TOKEN');
+    expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 410, 410, 410, 410, 410]);
+    for (const r of answers.filter((a) => a.statusCode !== 200)) expectError(r, 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
     const auths = json(await call(t, 'GET', `${MGMT}/identities/${identityId}/authenticators`, { token: admin })).data;
     expect(auths).toHaveLength(1);
   });
@@ -190,7 +199,7 @@ describe('POST /enroll/updb', () => {
     const login = await authenticate(t, 'updb-person', 'updb-person-pw1', { api: CLIENT });
     expect(login.statusCode).toBe(200);
     expect(json(login).data.identity.id).toBe(identityId);
-    expectError(await call(t, 'POST', `${CLIENT}/enroll/updb?token=${token}`, { body: { password: 'updb-person-pw2' } }), 400, 'INVALID_ENROLLMENT_TOKEN');
+    expectError(await call(t, 'POST', `${CLIENT}/enroll/updb?token=${token}`, { body: { password: 'updb-person-pw2' } }), 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
   });
 
   it("holds the password to the identity's auth policy, and leaves the enrollment outstanding when it fails", async () => {

@@ -188,8 +188,8 @@ describe('POST /enroll/erott', () => {
       enrollmentCreatedAt: null,
       enrollmentExpiresAt: null,
     });
-    // Used once.
-    expectError(await erott({ token: enrollmentToken, serverCsr: serverCsr.pem, clientCsr: (await makeCsr()).pem }), 400, 'INVALID_ENROLLMENT_TOKEN');
+    // Used once: told so.
+    expectError(await erott({ token: enrollmentToken, serverCsr: serverCsr.pem, clientCsr: (await makeCsr()).pem }), 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
   });
 
   it('refuses bad input and leaves the enrollment outstanding', async () => {
@@ -244,8 +244,8 @@ describe('POST /enroll/erott', () => {
     const won = answers.filter((a) => a.statusCode === 200);
     expect(won).toHaveLength(1);
     for (const a of answers.filter((x) => x.statusCode !== 200)) {
-      expect(a.statusCode).toBe(400);
-      expect(errorOf(a).code).toBe('INVALID_ENROLLMENT_TOKEN');
+      expect(a.statusCode).toBe(410);
+      expect(errorOf(a).code).toBe('INVALID_ENROLLMENT_ALREADY_ENROLLED');
     }
     const [leaf] = chainOf(JSON.parse(won[0]!.body).data.cert);
     expect((await getRouter(id)).fingerprint).toBe(sha1Of(leaf!));

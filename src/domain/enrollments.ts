@@ -38,6 +38,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 import { assertMayManageCredentials, maySeeEnrollmentSecrets } from './delegates.js';
+import { alreadyUsed, spendToken, unknownToken } from './spent-tokens.js';
 import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
 
 export type Enrollment = EntityOf<'enrollments'>;
@@ -420,21 +421,22 @@ export class Enrollments {
    */
   async outstanding(token: string, method: Enrollment['method'], ex: Executor = this.opts.resources.store.db): Promise<Enrollment> {
     const repo = this.opts.resources.get('enrollments').repo;
-    const row = await ex.selectFrom('enrollments').selectAll().where('token_hash', '=', hashToken(token)).executeTakeFirst();
+    const tokenHash = hashToken(token);
+    const row = await ex.selectFrom('enrollments').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
     const e = row ? repo.fromRow(row) : undefined;
-    if (!e || e.method !== method) throw new ApiError('INVALID_ENROLLMENT_TOKEN', `no outstanding ${method} enrollment has this token`);
+    const none = `no outstanding ${method} enrollment has this token`;
+    if (!e) throw await unknownToken(ex, tokenHash, iso(this.opts.clock()), none);
+    if (e.method !== method) throw new ApiError('INVALID_ENROLLMENT_TOKEN', none);
     if (Date.parse(e.expiresAt) <= this.opts.clock()) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
     return e;
   }
 
   /** The method of a token's enrollment; INVALID_ENROLLMENT_TOKEN for a token of none. */
   async methodOf(token: string): Promise<Enrollment['method']> {
-    const row = await this.opts.resources.store.db
-      .selectFrom('enrollments')
-      .select('method')
-      .where('token_hash', '=', hashToken(token))
-      .executeTakeFirst();
-    if (!row) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'no outstanding enrollment has this token');
+    const db = this.opts.resources.store.db;
+    const tokenHash = hashToken(token);
+    const row = await db.selectFrom('enrollments').select('method').where('token_hash', '=', tokenHash).executeTakeFirst();
+    if (!row) throw await unknownToken(db, tokenHash, iso(this.opts.clock()), 'no outstanding enrollment has this token');
     return row.method as Enrollment['method'];
   }
 
@@ -717,6 +719,7 @@ function enrollRoleAttributes(claims: Record<string, unknown>, selector: string)
 async function consume(ctx: WriteContext, e: Enrollment): Promise<void> {
   if (Date.parse(e.expiresAt) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
   const result = await ctx.tx.deleteFrom('enrollments').where('id', '=', e.id).where('token_hash', '=', e.tokenHash).executeTakeFirst();
-  if (Number(result.numDeletedRows) !== 1) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'the token has already been used');
+  if (Number(result.numDeletedRows) !== 1) throw alreadyUsed();
+  await spendToken(ctx, e.tokenHash, e.expiresAt);
   ctx.changed({ collection: 'enrollments', kind: 'delete', id: e.id, ownerId: e.identityId });
 }

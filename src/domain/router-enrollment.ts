@@ -29,6 +29,7 @@ import type { edgeRouters } from '../resources/routers.js';
 import { computed, type Actor, type Resources, type WriteContext } from './resources.js';
 import { controllerUrls, tokenInJwt, type EnrollmentTokens } from './enrollments.js';
 import { maySeeRouterEnrollmentSecrets } from './delegates.js';
+import { alreadyUsed, spendToken, unknownToken } from './spent-tokens.js';
 
 type EdgeRouter = EntityOf<'edge-routers'>;
 
@@ -134,7 +135,9 @@ export class RouterEnrollments {
    */
   async enroll(token: string, csrs: RouterCsrs): Promise<RouterCertificates> {
     const router = await this.byToken(token);
-    if (!router) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'no outstanding edge router enrollment has this token');
+    if (!router) {
+      throw await unknownToken(this.opts.resources.store.db, hashToken(token), iso(this.opts.clock()), 'no outstanding edge router enrollment has this token');
+    }
     if (Date.parse(router.enrollmentExpiresAt!) <= this.opts.clock()) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
     const issued = await this.issue(router.id, csrs);
     const tokenHash = router.enrollmentTokenHash!;
@@ -142,7 +145,8 @@ export class RouterEnrollments {
       if (Date.parse(router.enrollmentExpiresAt!) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
       const values = { ...NO_ENROLLMENT, isVerified: true, fingerprint: issued.fingerprint, updatedAt: ctx.now };
       const done = await this.updateWhere(ctx, router.id, 'enrollment_token_hash', tokenHash, values);
-      if (!done) throw new ApiError('INVALID_ENROLLMENT_TOKEN', 'the token has already been used');
+      if (!done) throw alreadyUsed();
+      await spendToken(ctx, tokenHash, router.enrollmentExpiresAt!);
     });
     return issued.answer;
   }

@@ -16,6 +16,7 @@ import { m0014CertificateExtension } from './0014-certificate-extension.js';
 import { m0015EdgeRouterEnrollment } from './0015-edge-router-enrollment.js';
 import { m0016ExternalJwtSigners } from './0016-external-jwt-signers.js';
 import { m0017AuditEvents } from './0017-audit-events.js';
+import { m0018SpentEnrollmentTokens } from './0018-spent-enrollment-tokens.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -34,4 +35,5 @@ export const migrations: readonly StoreMigration[] = [
   m0015EdgeRouterEnrollment,
   m0016ExternalJwtSigners,
   m0017AuditEvents,
+  m0018SpentEnrollmentTokens,
 ];
