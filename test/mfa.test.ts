@@ -282,6 +282,9 @@ describe('reading recovery codes with the code in the body of the GET', () => {
     t.clock.advance(30_000);
     const viaHeader = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, body: { code: '' }, headers: { 'mfa-validation-code': codeAt(t.clock()) } });
     expect(viaHeader.statusCode, viaHeader.body).toBe(200);
+    // And without a body at all, the header alone.
+    const headerOnly = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'mfa-validation-code': recoveryCodes[2]! } });
+    expect(headerOnly.statusCode, headerOnly.body).toBe(200);
     // A wrong code in the body is checked (and counted), not passed over for the header.
     const wrong = await overTls(t, port, 'GET', `${MFA}/recovery-codes`, { token, body: { code: '999999' }, headers: { 'mfa-validation-code': recoveryCodes[1]! } });
     expect(wrong.statusCode).toBe(401);
