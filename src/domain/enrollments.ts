@@ -344,8 +344,8 @@ export async function createIdentityEnrollments(
 /** What an identity's `enrollment` reads as: its outstanding enrollments by method. */
 export interface PendingEnrollment {
   id: string;
-  jwt: string;
-  token: string;
+  jwt: string | null;
+  token: string | null;
   expiresAt: string;
   caId?: string;
   ca?: EntityRef;
@@ -357,6 +357,8 @@ export async function pendingEnrollments(
   resources: Resources,
   ex: Executor,
   identityIds: string[],
+  /** Whose tokens and JWTs the reader may see: the others read null, and are never decrypted. */
+  withSecrets: (identityId: string) => boolean,
 ): Promise<Map<string, Record<string, PendingEnrollment>>> {
   const out = new Map<string, Record<string, PendingEnrollment>>();
   if (identityIds.length === 0) return out;
@@ -366,7 +368,8 @@ export async function pendingEnrollments(
   const entities = rows.map((r) => repo.fromRow(r));
   const cas = await caNames(resources, ex, entities.flatMap((e) => (e.caId === null ? [] : [e.caId])));
   for (const e of entities) {
-    const pending: PendingEnrollment = { id: e.id, jwt: tokens.jwtOf(e), token: tokens.tokenOf(e), expiresAt: e.expiresAt };
+    const open = withSecrets(e.identityId);
+    const pending: PendingEnrollment = { id: e.id, jwt: open ? tokens.jwtOf(e) : null, token: open ? tokens.tokenOf(e) : null, expiresAt: e.expiresAt };
     if (e.method === 'ottca' && e.caId !== null) {
       pending.caId = e.caId;
       pending.ca = entityRef('cas', e.caId, cas.get(e.caId) ?? e.caId);

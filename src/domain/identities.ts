@@ -29,10 +29,6 @@ export const IdentityEnrollmentsSchema = Type.Object({
 });
 
 /** Pending enrollments as a reader without their secrets sees them: the token and JWT null. */
-function withoutSecrets(pending: Record<string, object>): Record<string, object> {
-  return Object.fromEntries(Object.entries(pending).map(([method, e]) => [method, { ...e, token: null, jwt: null }]));
-}
-
 /**
  * Read fields of an identity beyond its stored ones: its type as a reference (written as the type's
  * name, read as clients of this interface decode it), its authenticators, API sessions and pending
@@ -73,7 +69,8 @@ const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => c
     const typeIds = [...new Set(entities.map((e) => String(e.type)))];
     const types = await ex.selectFrom('identity_types').select(['id', 'name']).where('id', 'in', typeIds).execute();
     const typeNames = new Map(types.map((r) => [String(r.id), String(r.name)]));
-    const enrollments = await pendingEnrollments(tokens, resources, ex, ids);
+    const mayOpen = new Set(entities.filter((e) => maySeeEnrollmentSecrets(read.reader, e)).map((e) => e.id));
+    const enrollments = await pendingEnrollments(tokens, resources, ex, ids, (id) => mayOpen.has(id));
     const withSession = new Set(sessions.map((s) => s.identity_id as string));
     for (const [i, e] of entities.entries()) {
       const mine = auths.filter((a) => a.identity_id === e.id);
@@ -85,7 +82,7 @@ const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => c
         type: entityRef('identity-types', typeId, typeNames.get(typeId) ?? typeId),
         typeId,
         appData: e.appData ?? {},
-        enrollment: maySeeEnrollmentSecrets(read.reader, e) ? (enrollments.get(e.id) ?? {}) : withoutSecrets(enrollments.get(e.id) ?? {}),
+        enrollment: enrollments.get(e.id) ?? {},
         authenticators: {
           ...(updb ? { updb: { id: updb.id, username: updb.username } } : {}),
           ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
