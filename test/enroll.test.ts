@@ -7,6 +7,7 @@ import { createPublicKey, verify, webcrypto, X509Certificate } from 'node:crypto
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  authPolicyBody,
   ADMIN_ENV,
   asAdmin,
   authenticate,
@@ -205,15 +206,9 @@ describe('POST /enroll/updb', () => {
   it("holds the password to the identity's auth policy, and leaves the enrollment outstanding when it fails", async () => {
     const policy = await call(t, 'POST', `${MGMT}/auth-policies`, {
       token: admin,
-      body: {
-        name: 'strict-passwords',
-        primary: {
-          cert: { allowed: true, allowExpiredCerts: false },
-          extJwt: { allowed: false, allowedSigners: [] },
-          updb: { allowed: true, lockoutDurationMinutes: 0, maxAttempts: 5, minPasswordLength: 12, requireMixedCase: true, requireNumberChar: true, requireSpecialChar: false },
-        },
-        secondary: { requireTotp: false, requireExtJwtSigner: null },
-      },
+      body: authPolicyBody('strict-passwords', {
+        primary: { cert: { allowed: true }, updb: { allowed: true, maxAttempts: 5, minPasswordLength: 12, requireMixedCase: true, requireNumberChar: true } },
+      }),
     });
     expect(policy.statusCode, policy.body).toBe(201);
     const identityId = await createIdentity(t, admin, { name: 'strict-person', authPolicyId: json(policy).data.id });

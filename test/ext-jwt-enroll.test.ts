@@ -9,6 +9,7 @@ import { createPrivateKey, webcrypto } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  authPolicyBody,
   ADMIN_ENV,
   asAdmin,
   call,
@@ -71,15 +72,7 @@ beforeAll(async () => {
   admin = await asAdmin(t);
   const res = await call(t, 'POST', `${MGMT}/auth-policies`, {
     token: admin,
-    body: {
-      name: 'enrolled-devices',
-      primary: {
-        cert: { allowed: true, allowExpiredCerts: false },
-        extJwt: { allowed: true, allowedSigners: [] },
-        updb: { allowed: false, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-      },
-      secondary: { requireTotp: false, requireExtJwtSigner: null },
-    },
+    body: authPolicyBody('enrolled-devices', { primary: { cert: { allowed: true }, extJwt: { allowed: true } } }),
   });
   policy = json(res).data.id;
   idpSigner = await createSigner(t, admin, {
@@ -194,15 +187,7 @@ describe('refusals', () => {
   it('an auth policy changed after the signer was written: enrolling is refused and makes no identity, and the signer stays editable', async () => {
     const created = await call(t, 'POST', `${MGMT}/auth-policies`, {
       token: admin,
-      body: {
-        name: 'changes-later',
-        primary: {
-          cert: { allowed: true, allowExpiredCerts: false },
-          extJwt: { allowed: true, allowedSigners: [] },
-          updb: { allowed: false, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-        },
-        secondary: { requireTotp: false, requireExtJwtSigner: null },
-      },
+      body: authPolicyBody('changes-later', { primary: { cert: { allowed: true }, extJwt: { allowed: true } } }),
     });
     const later = json(created).data.id as string;
     const cert = await testCertificate('policy-changes');

@@ -5,6 +5,7 @@
 // oidc-provider.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  authPolicyBody,
   ADMIN_ENV,
   asAdmin,
   authenticate,
@@ -45,15 +46,7 @@ beforeAll(async () => {
   });
   const res = await call(t, 'POST', `${MGMT}/auth-policies`, {
     token: admin,
-    body: {
-      name: 'password-and-idp',
-      primary: {
-        cert: { allowed: false, allowExpiredCerts: false },
-        extJwt: { allowed: false, allowedSigners: [] },
-        updb: { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-      },
-      secondary: { requireTotp: false, requireExtJwtSigner: signer },
-    },
+    body: authPolicyBody('password-and-idp', { primary: { updb: { allowed: true } }, secondary: { requireExtJwtSigner: signer } }),
   });
   policy = json(res).data.id;
   await createIdentityWithPassword(t, admin, { name: 'dave', username: 'dave', password: 'dave-password', externalId: 'dave-laptop', authPolicyId: policy });

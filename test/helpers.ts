@@ -257,19 +257,51 @@ export function authenticatorApp(secretOrUrl: string): (at: number) => string {
   return (at) => totp.generate({ timestamp: at });
 }
 
+/** The primary and secondary sections of an auth policy, each field optional in `authPolicyBody`. */
+interface AuthPolicySections {
+  primary?: {
+    cert?: Partial<{ allowed: boolean; allowExpiredCerts: boolean }>;
+    extJwt?: Partial<{ allowed: boolean; allowedSigners: string[] }>;
+    updb?: Partial<{
+      allowed: boolean;
+      minPasswordLength: number;
+      maxAttempts: number;
+      lockoutDurationMinutes: number;
+      requireMixedCase: boolean;
+      requireNumberChar: boolean;
+      requireSpecialChar: boolean;
+    }>;
+  };
+  secondary?: Partial<{ requireTotp: boolean; requireExtJwtSigner: string | null }>;
+}
+
+/** An auth policy body that allows nothing and requires nothing beyond what `over` sets. */
+export function authPolicyBody(name: string, over: AuthPolicySections = {}): Record<string, unknown> {
+  return {
+    name,
+    primary: {
+      cert: { allowed: false, allowExpiredCerts: false, ...over.primary?.cert },
+      extJwt: { allowed: false, allowedSigners: [], ...over.primary?.extJwt },
+      updb: {
+        allowed: false,
+        minPasswordLength: 5,
+        maxAttempts: 0,
+        lockoutDurationMinutes: 0,
+        requireMixedCase: false,
+        requireNumberChar: false,
+        requireSpecialChar: false,
+        ...over.primary?.updb,
+      },
+    },
+    secondary: { requireTotp: false, requireExtJwtSigner: null, ...over.secondary },
+  };
+}
+
 /** Creates an auth policy that allows passwords and requires TOTP as the second factor; answers its id. */
 export async function createTotpPolicy(t: TestController, adminToken: string, name: string): Promise<string> {
   const res = await call(t, 'POST', `${MGMT}/auth-policies`, {
     token: adminToken,
-    body: {
-      name,
-      primary: {
-        cert: { allowed: false, allowExpiredCerts: false },
-        extJwt: { allowed: false, allowedSigners: [] },
-        updb: { allowed: true, minPasswordLength: 5, maxAttempts: 0, lockoutDurationMinutes: 0, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
-      },
-      secondary: { requireTotp: true, requireExtJwtSigner: null },
-    },
+    body: authPolicyBody(name, { primary: { updb: { allowed: true } }, secondary: { requireTotp: true } }),
   });
   if (res.statusCode !== 201) throw new Error(`creating auth policy ${name} failed: ${res.statusCode} ${res.body}`);
   return json(res).data.id as string;
