@@ -207,7 +207,8 @@ describe('login and the state machine', () => {
     const { verifier, challenge } = pkce();
     const { id } = await startAuthorization(t, { challenge });
     expect((await postLogin(t, id, u.username, u.password)).statusCode).toBe(200);
-    const request = t.app.core.oidc.requests.satisfy(t.app.core.oidc.requests.get(id), 'totp', 'totp');
+    const pending = t.app.core.oidc.requests.get(id);
+    const request = t.app.core.oidc.requests.satisfy(pending, 'totp', 'totp', pending.primary);
     expect(request.status).toBe('complete');
     const code = new URL(t.app.core.oidc.complete(request, `https://127.0.0.1:${port}/oidc`)).searchParams.get('code')!;
     const tokens = json(await postToken(t, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier }));

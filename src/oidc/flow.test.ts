@@ -96,7 +96,7 @@ describe('steps', () => {
     const refused = refusal(() => requests.factorFailed(r));
     expect([refused.code, refused.message]).toEqual(['COULD_NOT_VALIDATE', 'the authorization request is started; it cannot take this step']);
     expect(r.status).toBe('started');
-    const notOutstanding = refusal(() => requests.satisfy(r, 'totp', 'totp'));
+    const notOutstanding = refusal(() => requests.satisfy(r, 'totp', 'totp', r.primary));
     expect([notOutstanding.code, notOutstanding.message]).toEqual(['COULD_NOT_VALIDATE', 'the factor totp is not outstanding for this request']);
   });
 
@@ -134,10 +134,26 @@ describe('steps', () => {
     const r = requests.start(params, '10.0.0.1');
     requests.primarySucceeded(r, outcome(rules(false)));
     expect([r.status, r.outstanding]).toEqual(['partial', ['one', 'two']]);
-    requests.satisfy(r, 'one', 'password');
+    requests.satisfy(r, 'one', 'password', r.primary);
     expect([r.status, r.outstanding, r.amr]).toEqual(['partial', ['two'], ['password']]);
-    requests.satisfy(r, 'two', 'mfa');
+    requests.satisfy(r, 'two', 'mfa', r.primary);
     expect([r.status, r.amr]).toEqual(['complete', ['password', 'mfa']]);
+  });
+
+  it('a factor checked against a primary login that was given again meanwhile is refused, and the request waits for the new one', () => {
+    const requests = new AuthRequests(() => 0);
+    const r = requests.start(params, '10.0.0.1');
+    const first = outcome(rules(true));
+    requests.primarySucceeded(r, first);
+    // Another identity's password, given while the first one's code was being checked.
+    requests.primarySucceeded(r, { ...outcome(rules(true)), identityId: 'identity-2' });
+    const refused = refusal(() => requests.satisfy(r, 'totp', 'totp', first));
+    expect([refused.code, refused.message]).toEqual([
+      'COULD_NOT_VALIDATE',
+      'the authorization request was logged in again while the factor was checked; give the factor again',
+    ]);
+    expect([r.status, r.outstanding, r.amr, r.primary?.identityId]).toEqual(['partial', ['totp'], ['password'], 'identity-2']);
+    expect(requests.satisfy(r, 'totp', 'totp', r.primary).status).toBe('complete');
   });
 });
 
@@ -186,7 +202,7 @@ describe('secondary factors', () => {
     const r = requests.start(params, '10.0.0.1');
     expect(requests.queries(r)).toEqual([]);
     requests.primarySucceeded(r, outcome(rules(true, 'signer-1')));
-    requests.satisfy(r, 'totp', 'totp');
+    requests.satisfy(r, 'totp', 'totp', r.primary);
     expect(requests.queries(r)).toEqual([expect.objectContaining({ typeId: 'EXT-JWT', id: 'signer-1' })]);
     // The external-JWT factor has no headers: TOTP's are gone with it.
     expect(requests.headers(r)).toEqual({});
@@ -204,7 +220,7 @@ describe('what a request is charged for', () => {
     requests.primarySucceeded(r, outcome(rules(true)));
     const primary = cost('identity-1', 'authenticator-1', '192.0.2.10');
     expect(requests.bytes).toBe(started + primary + cost('password', 'totp'));
-    requests.satisfy(r, 'totp', 'totp');
+    requests.satisfy(r, 'totp', 'totp', r.primary);
     expect(requests.bytes).toBe(started + primary + cost('password', 'totp'));
     requests.addConfigTypes(r, ['host.v1']);
     expect(requests.bytes).toBe(started + primary + cost('password', 'totp', 'host.v1'));
@@ -217,7 +233,7 @@ describe('what a request is charged for', () => {
     const r = requests.start(params, '10.0.0.1');
     requests.primarySucceeded(r, outcome(rules(false, 'signer-1')));
     const before = requests.bytes;
-    requests.satisfy(r, 'ext-jwt', 'ejs:signer-1');
+    requests.satisfy(r, 'ext-jwt', 'ejs:signer-1', r.primary);
     expect(requests.bytes - before).toBe(cost('ejs:signer-1') - cost('ext-jwt'));
   });
 

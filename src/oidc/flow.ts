@@ -291,8 +291,16 @@ export class AuthRequests {
     request.status = this.move(request, 'primary-failed', request.outstanding.length > 0);
   }
 
-  /** A secondary factor was met (`amr` gains its method, e.g. `totp` or `ejs:<signerId>`). */
-  satisfy(request: AuthRequest, factorId: string, amr: string): AuthRequest {
+  /**
+   * A secondary factor was met (`amr` gains its method, e.g. `totp` or `ejs:<signerId>`) by the
+   * identity of `checkedFor`, the primary outcome it was checked against. A primary login may be
+   * given again while the check awaits, and then the request waits for the factor of another
+   * identity: that one is refused.
+   */
+  satisfy(request: AuthRequest, factorId: string, amr: string, checkedFor: PrimaryOutcome | undefined): AuthRequest {
+    if (request.primary !== checkedFor) {
+      throw new ApiError('COULD_NOT_VALIDATE', 'the authorization request was logged in again while the factor was checked; give the factor again');
+    }
     if (!request.outstanding.includes(factorId)) {
       throw new ApiError('COULD_NOT_VALIDATE', `the factor ${factorId} is not outstanding for this request`);
     }

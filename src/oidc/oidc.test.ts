@@ -55,11 +55,11 @@ describe('the authorization request state machine', () => {
     expect(requests.headers(r)).toEqual({ 'totp-required': 'true' });
     requests.factorFailed(r);
     expect(r.status).toBe('partial');
-    requests.satisfy(r, 'totp', 'totp');
+    requests.satisfy(r, 'totp', 'totp', r.primary);
     expect(r.status).toBe('partial');
     expect(requests.headers(r)).toEqual({});
-    expect(() => requests.satisfy(r, 'totp', 'totp')).toThrow(/not outstanding/);
-    requests.satisfy(r, 'ext-jwt', 'ejs:signer');
+    expect(() => requests.satisfy(r, 'totp', 'totp', r.primary)).toThrow(/not outstanding/);
+    requests.satisfy(r, 'ext-jwt', 'ejs:signer', r.primary);
     expect(r.status).toBe('complete');
     expect(r.amr).toEqual(['password', 'totp', 'ejs:signer']);
     expect(() => requests.primarySucceeded(r, outcome(rules(false)))).toThrow(/complete/);

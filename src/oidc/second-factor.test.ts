@@ -185,6 +185,31 @@ describe('login', () => {
     });
     expect((await refusal(steps.login(partial(), '123456'))).code).toBe('NOT_FOUND');
   });
+
+  // An attack that worked: the attacker's own code, checked while the victim's password was given
+  // on the same request, completed the request as the victim.
+  it("a code checked while another identity's password was given on the request does not complete it", async () => {
+    const held: { requests?: AuthRequests; request?: AuthRequest } = {};
+    const { requests, steps, partial } = setup({
+      authenticate: async () => void held.requests!.primarySucceeded(held.request!, { ...outcome(true, true), identityId: 'victim' }),
+    });
+    held.requests = requests;
+    held.request = partial();
+    const err = await refusal(steps.login(held.request, '123456'));
+    expect(err.code).toBe('COULD_NOT_VALIDATE');
+    expect([held.request.status, held.request.outstanding, held.request.primary?.identityId]).toEqual(['partial', ['totp'], 'victim']);
+  });
+
+  it("the same for an enrollment confirmed while another identity's password was given", async () => {
+    const held: { requests?: AuthRequests; request?: AuthRequest } = {};
+    const { requests, steps, partial } = setup({
+      verify: async () => void held.requests!.primarySucceeded(held.request!, { ...outcome(true), identityId: 'victim' }),
+    });
+    held.requests = requests;
+    held.request = partial();
+    expect((await refusal(steps.verifyEnrollment(held.request, '123456'))).code).toBe('COULD_NOT_VALIDATE');
+    expect([held.request.status, held.request.primary?.identityId]).toEqual(['partial', 'victim']);
+  });
 });
 
 describe('enrollment while the request waits', () => {

@@ -35,7 +35,7 @@ export class TotpSteps {
   async login(request: AuthRequest, code: string): Promise<AuthRequest> {
     const primary = this.waiting(request);
     await this.counted(request, () => this.deps.mfa.authenticate(primary.identityId, code, { authRequestId: request.id }));
-    return this.deps.requests.satisfy(this.live(request), TOTP_FACTOR.id, 'totp');
+    return this.deps.requests.satisfy(this.live(request), TOTP_FACTOR.id, 'totp', primary);
   }
 
   /** Starts an enrollment for the request's identity: 409 MFA_EXISTS when it has one, confirmed or not. */
@@ -53,7 +53,7 @@ export class TotpSteps {
   async verifyEnrollment(request: AuthRequest, code: string): Promise<AuthRequest> {
     const primary = this.waiting(request);
     await this.counted(request, () => this.deps.mfa.verify(primary.identityId, code, { authRequestId: request.id }));
-    return this.deps.requests.satisfy(this.live(request), TOTP_FACTOR.id, 'totp');
+    return this.deps.requests.satisfy(this.live(request), TOTP_FACTOR.id, 'totp', primary);
   }
 
   /** Abandons an unconfirmed enrollment; the request keeps waiting for its TOTP factor. */

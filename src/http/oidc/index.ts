@@ -210,7 +210,8 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
        * request's identity (amr gains ejs:<signerId>); else 401 in realm overlay-secondary-ext-jwt.
        */
       const satisfyExtJwt = async (authRequest: AuthRequest, token: string | undefined) => {
-        const signerId = authRequest.primary?.rules.secondary.requireExtJwtSigner;
+        const primary = authRequest.primary;
+        const signerId = primary?.rules.secondary.requireExtJwtSigner;
         const identity = await identityOf(authRequest);
         try {
           // Stryker: outstanding only when the policy names a signer; '' is for the type checker.
@@ -223,7 +224,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
             'www-authenticate': extJwtChallenge('overlay-secondary-ext-jwt', err),
           });
         }
-        core.oidc.requests.satisfy(authRequest, EXT_JWT_FACTOR.id, `ejs:${signerId ?? ''}`);
+        core.oidc.requests.satisfy(authRequest, EXT_JWT_FACTOR.id, `ejs:${signerId ?? ''}`, primary);
       };
       const logRefusal = (err: ExtJwtError) => core.log.warn({ signerId: err.signer?.id, reason: err.message }, 'external JWT second factor refused');
 
