@@ -1,8 +1,9 @@
 // Identity permissions on the Management API: a non-admin identity may do what its permissions
 // grant (admin_readonly: every read; <group>: every action of the group; <group>.<action>: one
-// action; API sessions: admins only, reads also via admin_readonly), nothing else; and whatever it
-// holds, it never reaches an admin: not its account or credentials, not the auth policy it logs in
-// under, not a revocation of it or of its API sessions.
+// action; API sessions and sessions: the group ops; authenticators: admins only, reads also via
+// admin_readonly), nothing else; and whatever it holds, it never reaches an admin: not its account
+// or credentials, not the auth policy it logs in under, not a revocation of it or of its API
+// sessions, not an external JWT signer it logs in with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -52,7 +53,8 @@ const MATRIX: [string, string[], readonly Op[]][] = [
   ['identity.update', ['identity.update'], ['patchIdentity']],
   ['identity.delete', ['identity.delete'], ['deleteIdentity']],
   ['auth-policy.read', ['auth-policy.read'], ['listAuthPolicies']],
-  ['ops', ['ops'], []],
+  ['ops', ['ops'], ['listApiSessions']],
+  ['ops.read', ['ops.read'], ['listApiSessions']],
 ];
 
 const SUCCESS: Record<Op, number> = {
@@ -344,6 +346,49 @@ describe('a delegate cannot lock an admin out', () => {
     expect((await call(t, 'POST', `${MGMT}/revocations`, { token, body: { type: 'IDENTITY', id: plain } })).statusCode).toBe(201);
     expect((await call(t, 'POST', `${MGMT}/revocations`, { token: admin, body: { type: 'API_SESSION', id: apiSession } })).statusCode).toBe(201);
     expect((await call(t, 'GET', `${MGMT}/current-identity`, { headers: bearer(tokens.access_token) })).statusCode).toBe(401);
+  });
+
+  it("with ops: reads API sessions and sessions, and ends anyone's API session but an admin's", async () => {
+    await createIdentityWithPassword(t, admin, { name: 'session-operator', username: 'session-operator', password: 'session-operator-pw', permissions: ['ops'] });
+    const token = await login(t, 'session-operator', 'session-operator-pw');
+    for (const path of ['api-sessions', 'sessions']) expect((await call(t, 'GET', `${MGMT}/${path}`, { token })).statusCode, path).toBe(200);
+    const adminSession = json(await call(t, 'GET', `${MGMT}/current-api-session`, { token: admin })).data.id as string;
+    const refused = await call(t, 'DELETE', `${MGMT}/api-sessions/${adminSession}`, { token });
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(json(refused).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'only an admin may end an API session of an admin' });
+    expect((await call(t, 'GET', `${MGMT}/current-identity`, { token: admin })).statusCode).toBe(200);
+    await createIdentityWithPassword(t, admin, { name: 'ended-user', username: 'ended-user', password: 'ended-user-pw' });
+    const userToken = await login(t, 'ended-user', 'ended-user-pw');
+    const userSession = json(await call(t, 'GET', `${MGMT}/current-api-session`, { token: userToken })).data.id as string;
+    expect((await call(t, 'DELETE', `${MGMT}/api-sessions/${userSession}`, { token })).statusCode).toBe(200);
+    expect((await call(t, 'GET', `${MGMT}/current-api-session`, { token: userToken })).statusCode).toBe(401);
+  });
+});
+
+describe('authenticators are for admins only', () => {
+  // An attack that worked: a holder of `identity` set a user's password and logged in as the user.
+  it('a holder of identity can neither read nor write them, so it cannot take over an account', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'identity-holder', username: 'identity-holder', password: 'identity-holder-pw', permissions: ['identity'] });
+    const token = await login(t, 'identity-holder', 'identity-holder-pw');
+    const alice = await createIdentityWithPassword(t, admin, { name: 'alice-taken', username: 'alice-taken', password: 'alice-taken-pw' });
+    const authenticator = json(await call(t, 'GET', `${MGMT}/authenticators?filter=${encodeURIComponent(`identityId = "${alice.id}"`)}`, { token: admin })).data[0].id as string;
+    for (const [method, path, body] of [
+      ['GET', 'authenticators', undefined],
+      ['GET', `authenticators/${authenticator}`, undefined],
+      ['PATCH', `authenticators/${authenticator}`, { password: 'hijacked-pw1' }],
+      ['PUT', `authenticators/${authenticator}`, { username: 'alice-taken', password: 'hijacked-pw1' }],
+      ['POST', 'authenticators', { method: 'updb', identityId: alice.id, username: 'alice-backdoor', password: 'hijacked-pw1' }],
+      ['DELETE', `authenticators/${authenticator}`, undefined],
+    ] as const) {
+      const res = await call(t, method, `${MGMT}/${path}`, { token, ...(body ? { body } : {}) });
+      expect(res.statusCode, `${method} ${path}: ${res.body}`).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+    }
+    expect(await login(t, 'alice-taken', 'alice-taken-pw')).toEqual(expect.any(String));
+    // admin_readonly reads them.
+    await createIdentityWithPassword(t, admin, { name: 'auth-reader', username: 'auth-reader', password: 'auth-reader-pw', permissions: ['admin_readonly'] });
+    const reader = await login(t, 'auth-reader', 'auth-reader-pw');
+    expect((await call(t, 'GET', `${MGMT}/authenticators/${authenticator}`, { token: reader })).statusCode).toBe(200);
   });
 });
 

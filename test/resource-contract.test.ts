@@ -469,8 +469,10 @@ function holdersFor(def: ResourceDef): Holder[] {
 async function attempt(def: ResourceDef, op: Operation, allowed: boolean, label: string): Promise<void> {
   const what = `${label}: ${op} ${def.name}`;
   const target = await targetOf(def);
-  // A delete that may succeed takes an entity of its own.
-  const id = op === 'delete' && allowed && served(MGMT, def).includes('create') ? await createEntity(def) : (target ?? UNKNOWN_ID);
+  // A delete that may succeed takes an entity of its own; of a resource only clients make (API
+  // sessions), an unknown one: its 404 shows the caller was admitted, and the shared one stays.
+  const disposable = op === 'delete' && allowed;
+  const id = disposable ? (served(MGMT, def).includes('create') ? await createEntity(def) : UNKNOWN_ID) : (target ?? UNKNOWN_ID);
   const body = op === 'create' || op === 'update' || op === 'patch' ? await validBody(def, op) : undefined;
   const send = () => call(t, ROUTE[op].method, url(MGMT, def, op, id), { token: caller.token, ...(body ? { body } : {}) });
   if (allowed) {

@@ -8,6 +8,7 @@ import type { apiSessions } from '../resources/api-sessions.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import type { Executor } from '../store/store.js';
 import { computed, type ResourceBehaviour } from './resources.js';
+import { adminOnly, byDelegate, isAdminIdentity } from './delegates.js';
 
 /** An authentication query: MFA (TOTP) carries its code's format and length, EXT-JWT its signer's login. */
 export const AuthQuerySchema = Type.Object({
@@ -167,5 +168,11 @@ export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): R
       });
     }
   });
-  return { computed: [fields] };
+  return {
+    computed: [fields],
+    // Ending an admin's API sessions would lock it out, as a revocation of it would (operations.ts).
+    async beforeDelete(ctx, prev) {
+      if (byDelegate(ctx) && (await isAdminIdentity(ctx, prev.identityId))) throw adminOnly('end an API session of an admin');
+    },
+  };
 }

@@ -4,7 +4,8 @@ export const apiSessions = defineResource({
   name: 'api-sessions',
   label: 'API session',
   table: 'api_sessions',
-  permission: null,
+  // As in the established controller: `ops` reads and ends API sessions (an admin's only an admin ends).
+  permission: 'ops',
   operations: ['list', 'get', 'delete'],
   operationIds: { list: 'listAPISessions', get: 'detailAPISessions', delete: 'deleteAPISessions' },
   links: ['sessions'],

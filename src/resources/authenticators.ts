@@ -6,7 +6,9 @@ export const authenticators = defineResource({
   name: 'authenticators',
   label: 'authenticator',
   table: 'authenticators',
-  permission: 'identity',
+  // No group of the interface's permission list covers them: a holder of `identity` who could set
+  // a password could log in as the identity. Admins only, as in the established controller.
+  permission: null,
   links: ['identities'],
   owner: 'identityId',
   fields: {

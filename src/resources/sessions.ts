@@ -12,7 +12,7 @@ export const sessions = defineResource({
   name: 'sessions',
   label: 'session',
   table: 'sessions',
-  permission: null,
+  permission: 'ops',
   operations: ['list', 'get', 'delete'],
   links: ['route-path'],
   owner: 'identityId',

@@ -1,4 +1,4 @@
-// Sessions on the Management API (admins: list, detail, delete, route path; with their edge routers,
+// Sessions on the Management API (`ops`: list, detail, delete, route path; with their edge routers,
 // never their tokens), and an identity's posture data and refused session requests.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
@@ -7,6 +7,7 @@ import { PostureDataSchema, PostureFailureSchema, type PostureStore } from '../.
 import { SESSION_FILTER, SessionSchema, type Sessions } from '../../domain/client/sessions.js';
 import type { ResourceService } from '../../domain/resources.js';
 import type { SqlFlavor } from '../../query/flavor.js';
+import { sessions as sessionsDef } from '../../resources/sessions.js';
 import { routeAuth } from '../auth-requirements.js';
 import { EMPTY, envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
@@ -28,7 +29,7 @@ export function managementSessionsRoutes(server: FastifyInstance, d: ManagementS
   const Session = named(SessionSchema, 'sessionDetail');
 
   app.get('/sessions', {
-    config: { auth: routeAuth(null, 'read') },
+    config: { auth: routeAuth(sessionsDef.permission, 'read') },
     schema: { operationId: 'listSessions', tags, querystring: ListQuerySchema, response: { 200: dataEnvelopeSchema(Type.Array(Session, { title: 'sessionList' }), 'listSessionsEnvelope') } },
     handler: async (request) => {
       const list = parseList(request.query, SESSION_FILTER, flavor);
@@ -38,7 +39,7 @@ export function managementSessionsRoutes(server: FastifyInstance, d: ManagementS
   });
 
   app.get('/sessions/:id', {
-    config: { auth: routeAuth(null, 'read') },
+    config: { auth: routeAuth(sessionsDef.permission, 'read') },
     schema: { operationId: 'detailSession', tags, params: IdParams, response: { 200: dataEnvelopeSchema(Session, 'detailSessionEnvelope') } },
     handler: async (request) => {
       const [answer] = await sessions.present([await sessions.get(request.params.id)]);
@@ -47,7 +48,7 @@ export function managementSessionsRoutes(server: FastifyInstance, d: ManagementS
   });
 
   app.delete('/sessions/:id', {
-    config: { auth: routeAuth(null, 'delete') },
+    config: { auth: routeAuth(sessionsDef.permission, 'delete') },
     schema: { operationId: 'deleteSession', tags, params: IdParams, response: { 200: EmptySchema } },
     handler: async (request) => {
       await sessions.delete(await sessions.get(request.params.id));
@@ -58,7 +59,7 @@ export function managementSessionsRoutes(server: FastifyInstance, d: ManagementS
   // The routers a session's circuits take. Circuits are the routers' business and not reported to
   // this controller, so the path is empty.
   app.get('/sessions/:id/route-path', {
-    config: { auth: routeAuth(null, 'read') },
+    config: { auth: routeAuth(sessionsDef.permission, 'read') },
     schema: {
       operationId: 'detailSessionRoutePath',
       tags,

@@ -455,13 +455,22 @@ function clientOf(request: FastifyRequest, p: Params): string | undefined {
   if (typeof auth === 'string' && /^basic\s/i.test(auth)) {
     const decoded = Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    const id = decodeURIComponent(colon < 0 ? decoded : decoded.slice(0, colon));
-    const secret = colon < 0 ? '' : decodeURIComponent(decoded.slice(colon + 1));
-    if (secret !== '') return undefined;
+    const id = percentDecoded(colon < 0 ? decoded : decoded.slice(0, colon));
+    const secret = colon < 0 ? '' : percentDecoded(decoded.slice(colon + 1));
+    if (id === undefined || secret !== '') return undefined;
     if (p.client_id !== undefined && p.client_id !== id) return undefined;
     return id;
   }
   return p.client_id;
+}
+
+/** A percent-encoded value (RFC 6749 §2.3.1); undefined when its encoding is malformed. */
+function percentDecoded(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
 }
 
 function listOf(value: unknown): string[] {
