@@ -8,12 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
   asAdmin,
+  authPolicyBody,
   call,
   createIdentity,
   createIdentityWithPassword,
   json,
   login,
   MGMT,
+  selfSignedCertificate,
   startTestController,
   type TestController,
 } from './helpers.js';
@@ -457,5 +459,61 @@ describe('enrollment secrets and credentials of privileged identities', () => {
     const res = await call(t, 'PATCH', `${MGMT}/current-identity/authenticators/${mine}`, { token, body: { currentPassword: 'self-changer-pw1', password: 'self-changer-pw2' } });
     expect(res.statusCode, res.body).toBe(200);
     expect(await login(t, 'self-changer', 'self-changer-pw2')).toEqual(expect.any(String));
+  });
+});
+
+describe('external JWT signers admins log in with', () => {
+  // An attack that worked: a holder of external-jwt-signer wrote a signer of its own key, which the
+  // default policy takes, and signed a token naming the default admin.
+  let own: TestController;
+  let ownAdmin: string;
+  const signerBody = async (name: string) => ({
+    name,
+    issuer: `https://${name}.example.com`,
+    audience: 'overlay',
+    enabled: true,
+    certPem: (await selfSignedCertificate(name)).certPem,
+  });
+  beforeAll(async () => {
+    own = await startTestController({ env: ADMIN_ENV });
+    ownAdmin = await asAdmin(own);
+  });
+  afterAll(async () => {
+    await own.close();
+  });
+
+  it('a delegate may not write or delete one that an admin or a permission holder logs in with, and may write the others', async () => {
+    await createIdentityWithPassword(own, ownAdmin, { name: 'signer-op', username: 'signer-op', password: 'signer-op-pw', permissions: ['external-jwt-signer'] });
+    const token = await login(own, 'signer-op', 'signer-op-pw');
+    const expectRefused = (res: Awaited<ReturnType<typeof call>>, what: string) => {
+      expect(res.statusCode, `${what}: ${res.body}`).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+      expect(json(res).error.message).toMatch(/^only an admin may write an external JWT signer that an admin or an identity holding permissions logs in with/);
+    };
+    // The default admin logs in under the default policy, which takes any signer's tokens.
+    expectRefused(await call(own, 'POST', `${MGMT}/external-jwt-signers`, { token, body: await signerBody('evil-idp') }), 'create');
+    expect(json(await call(own, 'GET', `${MGMT}/external-jwt-signers`, { token: ownAdmin })).data).toEqual([]);
+
+    // Once no privileged identity takes external JWTs, the delegate writes signers.
+    const noJwt = json(await call(own, 'POST', `${MGMT}/auth-policies`, { token: ownAdmin, body: authPolicyBody('passwords-only', { primary: { updb: { allowed: true } } }) }))
+      .data.id as string;
+    const me = json(await call(own, 'GET', `${MGMT}/current-identity`, { token: ownAdmin })).data.id as string;
+    const signerOp = json(await call(own, 'GET', `${MGMT}/current-identity`, { token })).data.id as string;
+    for (const id of [me, signerOp]) expect((await call(own, 'PATCH', `${MGMT}/identities/${id}`, { token: ownAdmin, body: { authPolicyId: noJwt } })).statusCode).toBe(200);
+    const created = await call(own, 'POST', `${MGMT}/external-jwt-signers`, { token, body: await signerBody('team-idp') });
+    expect(created.statusCode, created.body).toBe(201);
+    const signer = json(created).data.id as string;
+    expect((await call(own, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token, body: { audience: 'team' } })).statusCode).toBe(200);
+
+    // An identity holding permissions comes to log in with it: the delegate may no longer touch it.
+    const byName = json(
+      await call(own, 'POST', `${MGMT}/auth-policies`, { token: ownAdmin, body: authPolicyBody('team-idp-only', { primary: { extJwt: { allowed: true, allowedSigners: [signer] } } }) }),
+    ).data.id as string;
+    await createIdentity(own, ownAdmin, { name: 'ca-keeper', permissions: ['ca'], authPolicyId: byName });
+    expectRefused(await call(own, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token, body: { audience: 'mine' } }), 'patch');
+    expectRefused(await call(own, 'DELETE', `${MGMT}/external-jwt-signers/${signer}`, { token }), 'delete');
+    expect(json(await call(own, 'GET', `${MGMT}/external-jwt-signers/${signer}`, { token: ownAdmin })).data.audience).toBe('team');
+    // The admin still may.
+    expect((await call(own, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: ownAdmin, body: { audience: 'admins' } })).statusCode).toBe(200);
   });
 });

@@ -16,6 +16,7 @@ import { client, Network } from './fixtures/network.js';
 import {
   ADMIN_ENV,
   asAdmin,
+  authPolicyBody,
   call,
   CLIENT,
   createIdentityWithPassword,
@@ -250,6 +251,12 @@ beforeAll(async () => {
   const name = unique('caller');
   const created = await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-password` });
   caller = { id: created.id, token: await login(t, name, `${name}-password`) };
+  // The admin logs in with its password alone: a signer it would log in with is only an admin's to
+  // write (external-jwt-signers.ts), and the permission checks below are of the group alone.
+  const passwords = expectStatus(await asAdminCall('POST', `${MGMT}/auth-policies`, authPolicyBody(unique('admins'), { primary: { updb: { allowed: true } } })), 201, 'a policy')
+    .data.id as string;
+  const me = expectStatus(await asAdminCall('GET', `${MGMT}/current-identity`), 200, 'the admin').data.id as string;
+  expectStatus(await asAdminCall('PATCH', `${MGMT}/identities/${me}`, { authPolicyId: passwords }), 200, 'moving the admin');
 
   // Sessions are made by clients dialling a service, never by the generic routes: one is seeded
   // through the network fixture so reads and filters have a session to find.

@@ -1,17 +1,20 @@
 // External JWT signers beyond CRUD: a signer verifies by exactly one of a PEM certificate (whose
 // common name, fingerprint and validity are read into the record) or a JWKS endpoint the fetch policy
-// could reach; URLs are URLs; the auth policy of enrolled identities exists; and a signer an auth
-// policy names cannot be deleted. Auth policies in turn may name only signers that exist.
+// could reach; URLs are URLs; the auth policy of enrolled identities exists; a signer an auth policy
+// names cannot be deleted; and only an admin writes a signer an admin or a permission holder logs in
+// with. Auth policies in turn may name only signers that exist.
 import { sql, type SqlBool } from 'kysely';
 import { fieldError, ApiError } from '../errors.js';
 import { fingerprintOfCertificate } from '../pki/index.js';
 import { checkJwksUrl, JwksFetchError, type JwksFetchPolicy } from '../auth/jwks-fetch.js';
 import type { externalJwtSigners } from '../resources/external-jwt-signers.js';
+import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { ListQuery } from '../store/repository.js';
 import type { Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { singleCertificate } from './certificate-field.js';
+import { adminOnly, byDelegate, isPrivileged } from './delegates.js';
 
 type Signer = EntityOf<'external-jwt-signers'>;
 
@@ -50,6 +53,7 @@ function checkUrl(field: string, value: string | null | undefined): void {
 export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBehaviour<typeof externalJwtSigners> {
   return {
     async validate(ctx, next, prev) {
+      await assertMayWriteSigner(ctx, next.id);
       if (next.jwksEndpoint === '') next.jwksEndpoint = null;
       if (next.externalAuthUrl === '') next.externalAuthUrl = null;
       certificateFields(next);
@@ -81,12 +85,43 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
       }
     },
     async beforeDelete(ctx, prev) {
+      await assertMayWriteSigner(ctx, prev.id);
       const users = await policiesNaming(ctx.tx, prev.id);
       if (users.length > 0) {
         throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the external JWT signer ${prev.id} is named by the auth policies ${users.join(', ')}`);
       }
     },
   };
+}
+
+/**
+ * Refuses a delegate's write of a signer that an admin or an identity holding permissions logs in
+ * with: its auth policy takes external JWTs of any signer or of this one, or names it as the second
+ * factor. Whoever holds the signer's key signs that identity's logins, so writing the signer is
+ * writing its credentials (delegates.ts); deleting it would lock the identity out. The caller's own
+ * logins lend it nothing it does not hold.
+ */
+async function assertMayWriteSigner(ctx: WriteContext, signerId: string): Promise<void> {
+  if (!byDelegate(ctx)) return;
+  const identities = ctx.resources.get('identities').repo;
+  const rows = await ctx.tx
+    .selectFrom('identities')
+    .selectAll()
+    .where((eb) =>
+      eb.or([
+        eb('is_admin', '=', ctx.resources.store.dialect.toDb('boolean', true) as number),
+        eb('permissions', '!=', ctx.resources.store.dialect.toDb('json', []) as string),
+      ]),
+    )
+    .execute();
+  const others = rows.map((r) => identities.fromRow(r)).filter((i) => isPrivileged(i) && i.id !== ctx.actor!.id);
+  const policyIds = new Set(others.map((i) => String(i.authPolicyId ?? DEFAULT_AUTH_POLICY_ID)));
+  for (const policyId of policyIds) {
+    const row = await ctx.tx.selectFrom('auth_policies').select(['primary', 'secondary']).where('id', '=', policyId).executeTakeFirst();
+    if (!row) continue;
+    const takes = loginRefusal(parsed(row.primary), signerId, 'token') === undefined || parsed(row.secondary).requireExtJwtSigner === signerId;
+    if (takes) throw adminOnly(`write an external JWT signer that an admin or an identity holding permissions logs in with (auth policy ${policyId})`);
+  }
 }
 
 /**
