@@ -303,7 +303,7 @@ describe('a delegate cannot lock an admin out', () => {
     ] as const) {
       const res = await call(t, method, `${MGMT}/auth-policies/${policy}`, { token, ...(body ? { body } : {}) });
       expect(res.statusCode, `${method}: ${res.body}`).toBe(401);
-      expect(json(res).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'only an admin may change the auth policy of an admin' });
+      expect(json(res).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'only an admin may change the auth policy of an admin or an identity holding permissions' });
     }
     // Nothing changed: the admin still logs in with its password.
     expect(json(await call(t, 'GET', `${MGMT}/auth-policies/${policy}`, { token: admin })).data.primary.updb.allowed).toBe(true);
@@ -311,6 +311,26 @@ describe('a delegate cannot lock an admin out', () => {
     // A policy no admin uses stays the delegate's to change.
     const res = await call(t, 'PATCH', `${MGMT}/auth-policies/${spare}`, { token, body: { primary: { updb: { maxAttempts: 3 } } } });
     expect(res.statusCode, res.body).toBe(200);
+  });
+
+  it("with auth-policy or identity: may not change how another permission holder logs in (its policy, its externalId)", async () => {
+    const holderPolicy = json(await call(t, 'POST', `${MGMT}/auth-policies`, { token: admin, body: { name: 'holders-policy', ...POLICY_BODY } })).data.id as string;
+    const holder = await createIdentity(t, admin, { name: 'policy-holder', permissions: ['ca'], authPolicyId: holderPolicy });
+    await createIdentityWithPassword(t, admin, { name: 'login-changer', username: 'login-changer', password: 'login-changer-pw', permissions: ['auth-policy', 'identity'] });
+    const token = await login(t, 'login-changer', 'login-changer-pw');
+    const policyEdit = await call(t, 'PATCH', `${MGMT}/auth-policies/${holderPolicy}`, { token, body: { primary: { updb: { maxAttempts: 3 } } } });
+    expect(policyEdit.statusCode, policyEdit.body).toBe(401);
+    for (const body of [{ authPolicyId: spare }, { externalId: 'signed-by-me' }]) {
+      const res = await call(t, 'PATCH', `${MGMT}/identities/${holder}`, { token, body });
+      expect(res.statusCode, res.body).toBe(401);
+      expect(json(res).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'only an admin may change how an identity holding permissions logs in', cause: { field: Object.keys(body)[0] } });
+    }
+    expect(json(await call(t, 'GET', `${MGMT}/identities/${holder}`, { token: admin })).data).toMatchObject({ authPolicyId: holderPolicy, externalId: null });
+    // A plain identity's are the delegate's to change, and so are its own.
+    const plain = await createIdentity(t, admin, { name: 'plain-login', authPolicyId: holderPolicy });
+    expect((await call(t, 'PATCH', `${MGMT}/identities/${plain}`, { token, body: { authPolicyId: spare, externalId: 'plain-ext' } })).statusCode).toBe(200);
+    const self = json(await call(t, 'GET', `${MGMT}/current-identity`, { token })).data.id as string;
+    expect((await call(t, 'PATCH', `${MGMT}/identities/${self}`, { token, body: { externalId: 'my-own' } })).statusCode).toBe(200);
   });
 
   it('an admin may still change the policy an admin logs in under', async () => {

@@ -3,7 +3,7 @@
 import { PrimaryReadSchema, type authPolicies, type AuthPolicyRules } from '../resources/auth-policies.js';
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
-import { adminOnly, byDelegate } from './delegates.js';
+import { adminOnly, byDelegate, isPrivileged } from './delegates.js';
 import { ApiError } from '../errors.js';
 import { checkNamedSigners } from './external-jwt-signers.js';
 import { computed, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
@@ -13,17 +13,17 @@ export function policyRules(resources: Resources, ex: Executor, policyId: string
   return authPolicyRules(resources.get('auth-policies').repo, ex, policyId);
 }
 
-/** Whether some admin identity logs in under the policy. */
-async function usedByAnAdmin(ctx: WriteContext, policyId: string): Promise<boolean> {
-  const isAdmin = ctx.resources.store.dialect.toDb('boolean', true) as number;
-  const row = await ctx.tx
+/** Whether an admin, or an identity holding permissions other than the caller, logs in under the policy. */
+async function usedByPrivileged(ctx: WriteContext, policyId: string): Promise<boolean> {
+  const { dialect } = ctx.resources.store;
+  const identities = ctx.resources.get('identities').repo;
+  const rows = await ctx.tx
     .selectFrom('identities')
-    .select('id')
-    .where('is_admin', '=', isAdmin)
+    .selectAll()
     .where('auth_policy_id', '=', policyId)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .where((eb) => eb.or([eb('is_admin', '=', dialect.toDb('boolean', true) as number), eb('permissions', '!=', dialect.toDb('json', []) as string)]))
+    .execute();
+  return rows.map((r) => identities.fromRow(r)).some((i) => isPrivileged(i) && i.id !== ctx.actor?.id);
 }
 
 /** `primary` with its signer list a list: a null one (written so, or stored so before) means none. */
@@ -41,11 +41,13 @@ const primaryAsRead = computed({ primary: PrimaryReadSchema }, async (_ex, entit
 
 /**
  * Changing or deleting the policy an admin logs in under changes the admin's access (say
- * `primary.updb.allowed: false`), so only an admin may do it, as only an admin may change an admin.
+ * `primary.updb.allowed: false`), so only an admin may do it, as only an admin may change an admin;
+ * likewise the policy of an identity holding permissions, which could be made to take a signer the
+ * delegate writes.
  */
 export function authPolicyBehaviour(): ResourceBehaviour<typeof authPolicies> {
   const guard = async (ctx: WriteContext, policyId: string) => {
-    if (byDelegate(ctx) && (await usedByAnAdmin(ctx, policyId))) throw adminOnly('change the auth policy of an admin');
+    if (byDelegate(ctx) && (await usedByPrivileged(ctx, policyId))) throw adminOnly('change the auth policy of an admin or an identity holding permissions');
   };
   return {
     async validate(ctx, next, prev) {

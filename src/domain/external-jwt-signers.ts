@@ -8,7 +8,6 @@ import { fieldError, ApiError } from '../errors.js';
 import { fingerprintOfCertificate } from '../pki/index.js';
 import { checkJwksUrl, JwksFetchError, type JwksFetchPolicy } from '../auth/jwks-fetch.js';
 import type { externalJwtSigners } from '../resources/external-jwt-signers.js';
-import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { ListQuery } from '../store/repository.js';
@@ -115,7 +114,7 @@ async function assertMayWriteSigner(ctx: WriteContext, signerId: string): Promis
     )
     .execute();
   const others = rows.map((r) => identities.fromRow(r)).filter((i) => isPrivileged(i) && i.id !== ctx.actor!.id);
-  const policyIds = new Set(others.map((i) => String(i.authPolicyId ?? DEFAULT_AUTH_POLICY_ID)));
+  const policyIds = new Set(others.map((i) => String(i.authPolicyId)));
   for (const policyId of policyIds) {
     const row = await ctx.tx.selectFrom('auth_policies').select(['primary', 'secondary']).where('id', '=', policyId).executeTakeFirst();
     if (!row) continue;

@@ -12,7 +12,7 @@ import type { Change } from '../kernel/changes.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
 import { createIdentityEnrollments, pendingEnrollments, type EnrollmentTokens } from './enrollments.js';
-import { assertMayManage, maySeeEnrollmentSecrets } from './delegates.js';
+import { assertMayManage, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources } from './resources.js';
 
 /** What an identity's `enrollment` reads as: its pending enrollments, by method. */
@@ -111,6 +111,15 @@ export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources
           throw new ApiError('UNAUTHORIZED', 'only an admin may grant admin or permissions', {
             field: next.isAdmin === true && prev?.isAdmin !== true ? 'isAdmin' : 'permissions',
             reason: 'only an admin may grant this',
+          });
+        }
+        // What another permission holder logs in with: its auth policy (which signers' tokens it
+        // takes) and its externalId (which tokens name it) would open it to the delegate's logins.
+        const login = (['authPolicyId', 'externalId'] as const).find((f) => prev && next[f] !== prev[f]);
+        if (prev && login && prev.id !== ctx.actor.id && isPrivileged(prev)) {
+          throw new ApiError('UNAUTHORIZED', 'only an admin may change how an identity holding permissions logs in', {
+            field: login,
+            reason: 'only an admin may change this',
           });
         }
       }
