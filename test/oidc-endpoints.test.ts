@@ -303,6 +303,21 @@ describe('POST /oidc/token', () => {
     expect(res.statusCode, res.body).toBe(200);
   });
 
+  // Once a bare 500: decoding the malformed id threw.
+  it.each(['%zz:', 'overlay:%zz', '%E0%A4%A:'])('HTTP Basic credentials with malformed percent-encoding (%s): 401 invalid_client', async (credentials) => {
+    const { verifier, code } = await codeFor();
+    const { client_id: _omit, ...rest } = grant(code, verifier);
+    const res = await t.inject({
+      method: 'POST',
+      url: '/oidc/token',
+      payload: form(rest),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(credentials).toString('base64')}` },
+    });
+    expect(res.statusCode, res.body).toBe(401);
+    expect(json(res)).toMatchObject({ error: 'invalid_client' });
+    expect(res.headers['www-authenticate']).toBe('Basic realm="overlay-oidc"');
+  });
+
   it.each([
     ['a JSON body', 'json', 400, 'invalid_request'],
     ['no grant_type', { grant_type: undefined }, 400, 'invalid_request'],
