@@ -126,6 +126,19 @@ describe('GET /oidc/authorization', () => {
     expect(res.statusCode).toBe(400);
     expect(json(res).error).toBe('invalid_request');
   });
+
+  // It started an interactive login, which prompt=none forbids (OIDC Core §3.1.2.1).
+  it.each(['none', 'none consent'])('prompt=%s redirects to the client with login_required, state and iss, starting nothing', async (prompt) => {
+    const pending = t.app.core.oidc.requests.bytes;
+    const res = await authorize(authorizeQuery({ prompt, state: 'silent-1' }));
+    expect(res.statusCode).toBe(302);
+    const location = new URL(String(res.headers.location));
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI);
+    expect(Object.fromEntries(location.searchParams)).toMatchObject({ error: 'login_required', state: 'silent-1', iss: expect.stringMatching(/\/oidc$/) });
+    expect(t.app.core.oidc.requests.bytes).toBe(pending);
+    // Other prompts take the login as usual.
+    expect(String((await authorize(authorizeQuery({ prompt: 'login' }))).headers.location)).toMatch(/^\/oidc\/login\/password\?/);
+  });
 });
 
 describe('login and the state machine', () => {

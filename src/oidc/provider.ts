@@ -180,12 +180,14 @@ export class OidcProvider {
   }
 
   /**
-   * The person abandoned the login: the request ends and the client is told so (RFC 6749
-   * §4.1.2.1, access_denied); answers the URL the client is redirected to.
+   * A request that ends without a login, the client told why at its redirect_uri: the person
+   * abandoned it (RFC 6749 §4.1.2.1, access_denied), or the client asked for no login page
+   * (`prompt=none`) where a login is needed (OIDC Core §3.1.2.6, login_required). Answers the URL the
+   * client is redirected to.
    */
-  deny(request: AuthRequest, issuer: string, description: string): string {
+  refuse(request: AuthRequest, issuer: string, error: 'access_denied' | 'login_required', description: string): string {
     this.requests.end(request);
-    return withQuery(request.redirectUri, { error: 'access_denied', error_description: description, state: request.state, iss: issuer });
+    return withQuery(request.redirectUri, { error, error_description: description, state: request.state, iss: issuer });
   }
 
   // ---- token endpoint -------------------------------------------------------------------------

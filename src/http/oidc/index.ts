@@ -113,6 +113,11 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           throw new OAuthError('invalid_request', `method must be one of ${Object.keys(LOGIN_PATHS).join(', ')}`);
         }
         const authRequest = core.oidc.authorize(q, redirects, request.ip);
+        // This provider keeps no sign-in of its own to reuse silently: every request needs a login.
+        if ((q.prompt ?? '').split(' ').includes('none')) {
+          const location = core.oidc.refuse(authRequest, issuerOf(request), 'login_required', 'prompt=none, and a login is required');
+          return reply.code(302).header('cache-control', 'no-store').header('location', location).send();
+        }
         const method: LoginMethod = hint !== undefined ? METHOD_HINTS[hint]! : peerCertificate(request) ? 'cert' : 'password';
         return reply
           .code(302)
@@ -362,7 +367,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         loginStep(async (request, reply) => {
           const authRequest = totpRequest(requestParams(request, apiBad), 'authRequestId');
           await core.oidc.totp.cancelEnrollment(authRequest);
-          const location = core.oidc.deny(authRequest, issuerOf(request), 'the sign-in was cancelled');
+          const location = core.oidc.refuse(authRequest, issuerOf(request), 'access_denied', 'the sign-in was cancelled');
           return reply.code(302).headers(NO_STORE).header('location', location).send();
         }),
       );
