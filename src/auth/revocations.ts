@@ -203,9 +203,9 @@ export class Revocations implements Cache {
   /**
    * Whether a token is revoked. JTI: the token with that id, whenever issued. IDENTITY and
    * API_SESSION: tokens of that identity or API session issued no later than the revocation took
-   * effect (its last write). A token issued in the same millisecond counts as issued before it (a
-   * JWT `iat` has whole seconds, so pass `iat * 1000` and the doubt goes against the token);
-   * without `issuedAtMs` the token is revoked.
+   * effect (its last write). A token issued in the same millisecond counts as issued before it;
+   * without `issuedAtMs` the token is revoked. (A JWT `iat` has whole seconds: pass the time its
+   * login was made instead.)
    */
   isRevoked(kind: RevocationKind, id: string, issuedAtMs?: number): boolean {
     const now = this.clock();

@@ -302,15 +302,27 @@ describe('ending access', () => {
     ['API_SESSION', 'as-1'],
     ['IDENTITY', 'id-1'],
   ] as const) {
-    it(`an ${type} revocation refuses the tokens issued no later than it, not those issued after`, async () => {
+    it(`an ${type} revocation refuses the tokens of logins made no later than it, not those made after`, async () => {
       const s = setup();
       s.revoke(type, id, T0 - 1);
-      // Issued (iat) in the second after the revocation: still good.
+      // Its API session was made a millisecond after the revocation: still good.
       expect((await s.verifier.verify(token())).claims.sub).toBe('id-1');
       s.revoke(type, id, T0);
       await expectRefused(s.verifier.verify(token(claims({ jti: 'jti-2' }))), 'the token has been revoked');
     });
   }
+
+  // Tokens of a login made in the same second as an IDENTITY revocation, after it, were refused:
+  // their whole-second iat read as issued before it.
+  it('a revocation is judged by when the login was made, in milliseconds, not by the whole-second iat', async () => {
+    const s = setup();
+    s.revoke('IDENTITY', 'id-1', T0 + 100);
+    s.stored.set('as-later', { ...session('as-later', 'id-1'), createdAt: T0 + 250 });
+    s.stored.set('as-earlier', { ...session('as-earlier', 'id-1'), createdAt: T0 + 50 });
+    s.at(T0 + 300);
+    expect((await s.verifier.verify(token(claims({ ov_asid: 'as-later', jti: 'jti-later' })))).session.id).toBe('as-later');
+    await expectRefused(s.verifier.verify(token(claims({ ov_asid: 'as-earlier', jti: 'jti-earlier' }))), 'the token has been revoked');
+  });
 
   it('the API session must exist, be the subject’s and be live', async () => {
     const s = setup();

@@ -90,17 +90,15 @@ export class BearerVerifier implements Cache {
     const now = this.clock() / 1000;
     if (claims.nbf > now + CLOCK_SKEW_S) throw new BearerError('invalid', 'the token is not valid yet');
     if (claims.exp <= now - CLOCK_SKEW_S) throw new BearerError('expired', 'the token has expired');
-    const issuedAt = claims.iat * 1000;
-    if (
-      this.revocations.isRevoked('JTI', claims.jti) ||
-      this.revocations.isRevoked('API_SESSION', claims.ov_asid, issuedAt) ||
-      this.revocations.isRevoked('IDENTITY', claims.sub, issuedAt)
-    ) {
-      throw new BearerError('invalid', 'the token has been revoked');
-    }
+    if (this.revocations.isRevoked('JTI', claims.jti)) throw new BearerError('invalid', 'the token has been revoked');
     const session = await this.session(claims.ov_asid);
     if (!session || session.identityId !== claims.sub || this.clock() >= this.sessions.expiresAt(session)) {
       throw new BearerError('invalid', 'the API session of the token has ended');
+    }
+    // By the login the token is of, in milliseconds: its `iat` has whole seconds, and a login made
+    // in the second after an IDENTITY revocation is later than it (behaviour.md §6).
+    if (this.revocations.isRevoked('API_SESSION', session.id, session.createdAt) || this.revocations.isRevoked('IDENTITY', claims.sub, session.createdAt)) {
+      throw new BearerError('invalid', 'the token has been revoked');
     }
     const identity = await this.identities.get(claims.sub);
     if (!identity) throw new BearerError('invalid', 'the identity of the token no longer exists');
