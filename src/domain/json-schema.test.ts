@@ -17,6 +17,34 @@ function check(schema: unknown, data: unknown): ReturnType<typeof dataProblem> |
   return validate(data) ? undefined : dataProblem(validate.errors, 'data');
 }
 
+// Attacks that worked: one config write held the event loop, and every caller, for minutes.
+describe('work bounded by the data', () => {
+  it('patterns run in linear time: a pattern that backtracks exponentially in JavaScript answers at once', () => {
+    const validate = compileJsonSchema({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } });
+    expect(validate({ s: `${'a'.repeat(5000)}!` })).toBe(false);
+    expect(validate({ s: 'a'.repeat(5000) })).toBe(true);
+    // Each pattern is its own: two in one schema are not confused.
+    const two = compileJsonSchema({ type: 'object', properties: { d: { type: 'string', pattern: '^[0-9]+$' }, w: { type: 'string', pattern: '^[a-z]+$' } } });
+    expect([two({ d: '12', w: 'ab' }), two({ d: 'ab', w: 'ab' }), two({ d: '12', w: '12' })]).toEqual([true, false, false]);
+  });
+
+  it('patterns RE2 does not run (lookaround, backreferences) are refused with the schema', () => {
+    for (const pattern of ['^(?=a)a$', '^(a)\\1$']) expect(problemOf({ type: 'string', pattern })).toMatch(/is not a regular expression RE2 runs/);
+    expect(problemOf({ type: 'object', patternProperties: { '(?<!x)y': { type: 'number' } } })).toMatch(/RE2/);
+  });
+
+  it('uniqueItems compares items as JSON values, in linear time', () => {
+    const validate = compileJsonSchema({ type: 'array', uniqueItems: true });
+    expect(validate(Array.from({ length: 60_000 }, (_, i) => [i]))).toBe(true);
+    expect(validate([{ a: 1, b: [2] }, { b: [2], a: 1 }])).toBe(false);
+    expect(validate([1, 1.0])).toBe(false);
+    expect(validate([1, '1', true, null, [1], { '1': 1 }])).toBe(true);
+    expect(validate([[1], [1]])).toBe(false);
+    expect(dataProblem(validate.errors, 'data')).toMatchObject({ field: 'data', reason: 'must not have duplicate items' });
+    expect(compileJsonSchema({ type: 'array', uniqueItems: false })([1, 1])).toBe(true);
+  });
+});
+
 describe('compileJsonSchema', () => {
   it('compiles draft-07 by default and the drafts $schema names', () => {
     expect(check({ type: 'integer' }, 1)).toBeUndefined();

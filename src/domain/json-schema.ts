@@ -1,6 +1,8 @@
 // JSON Schemas written by callers (config type schemas) and the data checked against them (config
 // data): bounded, checked against their draft's meta-schema, compiled one by one.
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+import { RE2JS } from 're2js';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formatsPlugin from 'ajv-formats';
@@ -16,10 +18,59 @@ const addFormats = formatsPlugin as unknown as <T extends AnyAjv>(ajv: T) => T;
 export const MAX_SCHEMA_DEPTH = 64;
 export const MAX_SCHEMA_NODES = 2000;
 
+/**
+ * The patterns of a caller's schema run on a linear-time engine (RE2): on JavaScript's backtracking
+ * engine a pattern such as `^(a+)+$` takes time exponential in the data, and one config write held
+ * the event loop, and every caller, for minutes. RE2 takes what the established controller's Go
+ * validator takes (no lookaround, no backreference); a schema with any other pattern is refused.
+ */
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    let compiled: RE2JS;
+    try {
+      compiled = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    } catch (err) {
+      throw new Error(`the pattern ${JSON.stringify(pattern.slice(0, 128))} is not a regular expression RE2 runs: ${messageOf(err)}`);
+    }
+    // Ajv keeps one compiled pattern per distinct toString().
+    return { test: (s: string) => compiled.test(s), toString: () => `/${pattern}/` };
+  },
+  { code: 'linearRegExp' },
+);
+
 /** Strict mode off: unknown keywords and formats are ignored, as JSON Schema prescribes. */
 const OPTIONS: Options = { strict: false, logger: false, allErrors: false, verbose: true };
 /** Compiling skips the code optimiser: several times faster to compile, same results. */
-const COMPILE_OPTIONS: Options = { ...OPTIONS, validateSchema: false, code: { optimize: false } };
+const COMPILE_OPTIONS: Options = { ...OPTIONS, validateSchema: false, code: { optimize: false, regExp: linearRegExp } };
+
+/** A JSON value as text with its object keys sorted: equal JSON values, and only they, read the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const object = value as Record<string, unknown>;
+    return `{${Object.keys(object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(object[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * `uniqueItems` in linear time: Ajv compares items pair by pair unless their type is a scalar, and
+ * 60,000 small arrays in one config (within the body limit) held the event loop for minutes.
+ */
+function withLinearUniqueItems<T extends AnyAjv>(ajv: T): T {
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword({
+    keyword: 'uniqueItems',
+    type: 'array',
+    schemaType: 'boolean',
+    error: { message: 'must not have duplicate items' },
+    validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map(canonical)).size === data.length,
+  });
+  return ajv;
+}
 
 type Draft = 'draft-07' | '2019-09' | '2020-12';
 
@@ -112,7 +163,7 @@ export class JsonSchemaCompiler {
       throw new SchemaProblem(first ? `${pointer(first.instancePath)} ${first.message ?? 'is invalid'}` : 'is not a valid JSON schema');
     }
     try {
-      return instance(draft, COMPILE_OPTIONS).compile(body);
+      return withLinearUniqueItems(instance(draft, COMPILE_OPTIONS)).compile(body);
     } catch (err) {
       throw new SchemaProblem(messageOf(err));
     }
