@@ -125,6 +125,26 @@ describe('an MFA check', () => {
   });
 });
 
+describe('sessions whose posture stops passing', () => {
+  it('end: after a response, and when an MFA timeout runs out (looked at every minute)', async () => {
+    const { service } = await guarded('svc-MFA-timeout', 'MFA', { timeoutSeconds: 60 });
+    const token = await net.login(bob);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    const session = ok(await client(t, 'POST', '/sessions', token, { serviceId: service }), 201).id as string;
+    const exists = async () => (await call(t, 'GET', `${MGMT}/sessions/${session}`, { token: net.admin })).statusCode;
+    t.clock.advance(59_000);
+    t.app.core.client.enforcer.reset();
+    await t.app.core.client.enforcer.idle();
+    expect(await exists()).toBe(200);
+    t.clock.advance(2_000);
+    t.app.core.client.enforcer.reset();
+    await t.app.core.client.enforcer.idle();
+    expect(await exists()).toBe(404);
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+  });
+});
+
 describe('an MFA check met with TOTP', () => {
   it('passes once the API session gives a live code, times out, asks again after a wake, and fails once MFA is removed', async () => {
     const carol = await net.person('carla', ['mfa-staff']);

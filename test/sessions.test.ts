@@ -254,6 +254,54 @@ describe('sessions end with', () => {
     await net.remove('identities', dora.id);
     await gone(s.id);
   });
+
+  // Attacks that worked: a session, and the token routers take, outlived the access it was made with.
+  const enforced = () => t.app.core.client.enforcer.idle();
+
+  it('the access they were made with: an attribute taken away, a policy changed', async () => {
+    const erin = await net.person('erin', ['eng']);
+    const token = await net.login(erin);
+    const dial = await sessionOf(token);
+    const keep = await net.service('kept', ['routed']);
+    await net.servicePolicy('Dial', [`@${erin.id}`], [`@${keep}`]);
+    const kept = await sessionOf(token, keep);
+    await net.patch('identities', erin.id, { roleAttributes: [] });
+    await enforced();
+    await gone(dial.id);
+    expect(idsOf(await client(t, 'GET', '/sessions', token))).toEqual([kept.id]);
+
+    const bind = ok(await create(tokens.alice, { serviceId: ids.ops, type: 'Bind' }), 201) as { id: string };
+    const aliceDial = await sessionOf(tokens.alice!);
+    const bindPolicy = json(await call(t, 'GET', `${MGMT}/service-policies?filter=${encodeURIComponent('type = "Bind"')}`, { token: net.admin })).data.find(
+      (p: { serviceRoles: string[] }) => p.serviceRoles.includes(`@${ids.ops}`),
+    ).id as string;
+    await net.patch('service-policies', bindPolicy, { serviceRoles: [] });
+    await enforced();
+    await gone(bind.id);
+    // Her Dial of another service is granted still.
+    ok(await call(t, 'GET', `${MGMT}/sessions/${aliceDial.id}`, { token: net.admin }));
+    await net.patch('service-policies', bindPolicy, { serviceRoles: [`@${ids.ops}`] });
+  });
+
+  it('the posture they were made with', async () => {
+    const frank = await net.person('frank', ['eng']);
+    const token = await net.login(frank);
+    for (const [id, typeId, fields] of [
+      [ids.domain, 'DOMAIN', { domain: 'corp.example' }],
+      [ids.mac, 'MAC', { macAddresses: ['0a:1b:2c:3d:4e:5f'] }],
+    ] as const) {
+      ok(await client(t, 'POST', '/posture-response', token, { id, typeId, ...fields }), 201);
+    }
+    const s = await sessionOf(token, ids.guarded);
+    // Another response that keeps the policy passing leaves it.
+    ok(await client(t, 'POST', '/posture-response', token, { id: ids.mac, typeId: 'MAC', macAddresses: ['0a:1b:2c:3d:4e:5f', '00:00:00:00:00:01'] }), 201);
+    await enforced();
+    ok(await call(t, 'GET', `${MGMT}/sessions/${s.id}`, { token: net.admin }));
+    ok(await client(t, 'POST', '/posture-response', token, { id: ids.domain, typeId: 'DOMAIN', domain: 'elsewhere.example' }), 201);
+    await enforced();
+    await gone(s.id);
+    expectError(await create(token, { serviceId: ids.guarded }), 409, 'INVALID_POSTURE');
+  });
 });
 
 describe('sessions on the Management API', () => {

@@ -272,7 +272,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await oidc.start();
     const oidcSettings = caches.register(new OidcSettingsView(kernel));
     // The Client API's read model, shared by every listener's Client and Management API.
-    const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions });
+    const client = new ClientReadModel({ store, clock, resources, caches, keys: oidc.keys, issuers: oidc.issuers, apiSessions: sessions, log });
     const clientAnswers = caches.register(new AnswerCache());
     const certificateSigner = new ClientCertificateSigner(pki, clock);
     const snapshots = new Snapshots({ store, dir: config.dataDir, file: storeFile, clock, log });
@@ -345,6 +345,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       async listen() {
         sessions.start();
         auditRetention.start();
+        client.enforcer.start();
         const urls: string[] = [];
         for (const s of servers) {
           await serveOn(s.app, s.bound);
@@ -367,6 +368,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         revocations.stop();
         await integrity.idle();
         auditRetention.stop();
+        await client.enforcer.stop();
         await sessions.stop();
         await markControllerOffline(resources).catch((err: unknown) => log.warn({ err }, 'could not mark this controller offline'));
         await store.close();

@@ -7,6 +7,7 @@
 // (posture-store.ts). service-updates.ts marks when that list last changed; sessions.ts creates
 // Dial and Bind sessions over the same views; posture-responses.ts stores what clients report and
 // answers the services a report changed.
+import type { Logger } from 'pino';
 import type { ApiSessions } from '../../auth/api-sessions.js';
 import type { Clock } from '../../clock.js';
 import type { CacheRegistry } from '../../kernel/caches.js';
@@ -21,6 +22,7 @@ import { PostureResponses } from './posture-responses.js';
 import { PostureStore } from './posture-store.js';
 import { ClientServices } from './service-list.js';
 import { ServiceUpdateMarkers } from './service-updates.js';
+import { SessionEnforcer } from './session-enforcer.js';
 import { Sessions } from './sessions.js';
 import { ViewGenerations, viewStamp } from './view-generations.js';
 
@@ -37,6 +39,7 @@ export interface ClientReadModelDeps {
   apiSessions: Pick<ApiSessions, 'load' | 'expiresAt'>;
   /** Access views reaching more services than this are read per request, not kept (default 2,000). */
   maxCachedView?: number;
+  log?: Pick<Logger, 'error'>;
 }
 
 export class ClientReadModel {
@@ -50,6 +53,7 @@ export class ClientReadModel {
   readonly services: ClientServices;
   readonly markers: ServiceUpdateMarkers;
   readonly sessions: Sessions;
+  readonly enforcer: SessionEnforcer;
 
   /** The stamp of what a caller's service answers depend on now. */
   stamp(caller: Caller): string {
@@ -89,5 +93,8 @@ export class ClientReadModel {
       issuers: d.issuers,
       apiSessions: d.apiSessions,
     }));
+    this.enforcer = caches.register(
+      new SessionEnforcer({ store, kernel: resources.kernel, repo: resources.get('sessions').repo, sessions: this.sessions, apiSessions: d.apiSessions, log: d.log }),
+    );
   }
 }

@@ -2,7 +2,8 @@
 // Creating one checks, in this order: the caller may use the service (else 404), the type is granted
 // (400), the posture of at least one granting policy of that type passes (409 INVALID_POSTURE, and
 // the refusal is recorded), some edge router serves both (400 NO_EDGE_ROUTERS_AVAILABLE). A repeat
-// request of the same API session, service and type answers the existing session.
+// request of the same API session, service and type answers the existing session. A session lasts
+// while `allows` holds (session-enforcer.ts).
 //
 // The session token is a JWT signed with the controller's current signing key (the OIDC provider's,
 // published at /oidc/keys), so a router can check it offline. It is never stored: it is signed when
@@ -221,12 +222,7 @@ export class Sessions implements Cache {
     if (granting.length === 0) throw fieldError('type', `no service policy lets the caller ${type} this service`, type);
 
     const now = this.d.clock();
-    const catalog: ReadonlyMap<string, PostureCheck> = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
-    const facts = await factsOf(this.d.posture, caller, now);
-    const evaluated = granting.map((g) => {
-      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
-      return { policyId: g.policyId, checks, ...evaluatePolicy(checks, facts) };
-    });
+    const { evaluated, facts } = await this.posture(caller, granting, checksOf, now);
     if (!evaluated.some((e) => e.isPassing)) await this.refuse(caller, serviceId, type, evaluated, facts);
 
     if ((await this.edgeRoutersOf(caller.identityId, serviceId)).length === 0) {
@@ -234,6 +230,30 @@ export class Sessions implements Cache {
     }
     const session = await this.findOrInsert(caller, serviceId, type, input.tags ?? {}, now);
     return { session, token: await this.tokenOf(session, issuer) };
+  }
+
+  /**
+   * Whether the caller may still hold a session of the service and type: a service policy grants
+   * that type, and the posture checks of one granting policy pass (what `create` checks, edge
+   * routers aside: they are the routers' to find).
+   */
+  async allows(caller: Caller, serviceId: string, type: string): Promise<boolean> {
+    const { grants, checksOf } = await this.d.access.grantsFor(caller.identityId, serviceId);
+    const granting = grants.filter((g) => g.type === type);
+    if (granting.length === 0) return false;
+    const { evaluated } = await this.posture(caller, granting, checksOf, this.d.clock());
+    return evaluated.some((e) => e.isPassing);
+  }
+
+  /** The posture checks of each granting policy, evaluated with the caller's posture now. */
+  private async posture(caller: Caller, granting: readonly { policyId: string }[], checksOf: ReadonlyMap<string, string[]>, now: number) {
+    const catalog: ReadonlyMap<string, PostureCheck> = await this.d.checks.get(granting.flatMap((g) => checksOf.get(g.policyId) ?? []));
+    const facts = await factsOf(this.d.posture, caller, now);
+    const evaluated = granting.map((g) => {
+      const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
+      return { policyId: g.policyId, checks, ...evaluatePolicy(checks, facts) };
+    });
+    return { evaluated, facts };
   }
 
   /**
