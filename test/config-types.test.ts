@@ -156,10 +156,10 @@ describe('create and read', () => {
 });
 
 describe('update', () => {
-  it('full update replaces the fields; absent ones reset to their defaults', async () => {
+  it('full update replaces the fields; absent ones reset to their defaults (target is fixed at create)', async () => {
     const id = await createType({ name: 'ct-upd', schema: ADDRESS_SCHEMA, target: 'router', tags: { a: 'b' } });
     expect((await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'ct-upd-2' } })).statusCode).toBe(200);
-    expect(await getType(id)).toMatchObject({ name: 'ct-upd-2', schema: {}, target: 'service', tags: {} });
+    expect(await getType(id)).toMatchObject({ name: 'ct-upd-2', schema: {}, target: 'router', tags: {} });
     expectError(await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { schema: {} } }), 400, 'COULD_NOT_VALIDATE', 'name');
   });
 
@@ -202,15 +202,22 @@ describe('update', () => {
     expect(expectError(res, 400, 'COULD_NOT_VALIDATE', 'schema').error.cause.reason).toContain('ct-many-11');
   });
 
-  it('refuses to retarget a type whose configs services use', async () => {
-    const id = await createType({ name: 'ct-retarget', schema: { type: 'object' } });
+  // A full update without it once reset a router type to service under configs its routers held.
+  it('never changes target: configs of the type are attached by it', async () => {
+    const id = await createType({ name: 'ct-retarget', schema: { type: 'object' }, target: 'router' });
     const configId = await createConfig({ name: 'ct-retarget-1', configTypeId: id, data: {} });
+    expect((await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'ct-retarget-er', configs: [configId] } })).statusCode).toBe(201);
+    for (const [method, body] of [
+      ['PATCH', { target: 'service' }],
+      ['PUT', { name: 'ct-retarget', schema: { type: 'object' }, target: 'service' }],
+    ] as const) {
+      expectError(await call(t, method, `${base}/${id}`, { token: admin, body }), 400, 'COULD_NOT_VALIDATE', 'target');
+    }
+    // Naming the value it has is no change.
     expect((await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { target: 'router' } })).statusCode).toBe(200);
-    expect((await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { target: 'service' } })).statusCode).toBe(200);
-    const service = await call(t, 'POST', `${MGMT}/services`, { token: admin, body: { name: 'ct-retarget-svc', configs: [configId] } });
-    expect(service.statusCode).toBe(201);
-    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { target: 'router' } }), 400, 'COULD_NOT_VALIDATE', 'target');
-    expect((await getType(id)).target).toBe('service');
+    expect((await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'ct-retarget', schema: { type: 'object' } } })).statusCode).toBe(200);
+    expect((await getType(id)).target).toBe('router');
+    expectError(await call(t, 'POST', `${MGMT}/services`, { token: admin, body: { name: 'ct-retarget-svc', configs: [configId] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
   });
 });
 
@@ -268,11 +275,11 @@ describe('the seeded config types', () => {
     for (const [method, body, field] of [
       ['PATCH', { schema: { type: 'object' } }, 'schema'],
       ['PATCH', { name: 'my.intercept' }, 'name'],
-      ['PATCH', { target: 'router' }, 'target'],
       ['PUT', { name: 'intercept.v1' }, 'schema'],
     ] as const) {
       expectError(await call(t, method, `${base}/intercept.v1`, { token: admin, body }), 400, 'ENTITY_CAN_NOT_BE_UPDATED', field);
     }
+    expectError(await call(t, 'PATCH', `${base}/intercept.v1`, { token: admin, body: { target: 'router' } }), 400, 'COULD_NOT_VALIDATE', 'target');
     expectError(await call(t, 'DELETE', `${base}/host.v2`, { token: admin }), 400, 'ENTITY_CAN_NOT_BE_DELETED');
     expect((await call(t, 'PATCH', `${base}/intercept.v1`, { token: admin, body: { tags: { owner: 'ops' } } })).statusCode).toBe(200);
     const e = await getType('intercept.v1');
@@ -534,7 +541,7 @@ describe('authorization', () => {
     const created = await call(t, 'POST', base, { token: manager, body: { name: 'ct-managed' } });
     expect(created.statusCode).toBe(201);
     const id = json(created).data.id;
-    expect((await call(t, 'PATCH', `${base}/${id}`, { token: manager, body: { target: 'router' } })).statusCode).toBe(200);
+    expect((await call(t, 'PATCH', `${base}/${id}`, { token: manager, body: { tags: { by: 'manager' } } })).statusCode).toBe(200);
     expect((await call(t, 'PUT', `${base}/${id}`, { token: manager, body: { name: 'ct-managed-2' } })).statusCode).toBe(200);
     expect((await call(t, 'DELETE', `${base}/${id}`, { token: manager })).statusCode).toBe(200);
 

@@ -59,13 +59,13 @@ function referencedNotFound(field: string, collection: string, id: unknown): Api
 
 /**
  * The seeded config types are protected: tunnelers and SDKs read configs by these names and rely on
- * their shapes, and a controller upgrade re-seeds them. Their name, schema and target cannot be
+ * their shapes, and a controller upgrade re-seeds them. Their name and schema (and target) cannot be
  * changed and they cannot be deleted (their tags can change). An operator who needs another shape
  * creates a config type of its own.
  */
 function assertSeededUnchanged(next: EntityOf<'config-types'>, prev: EntityOf<'config-types'>): void {
   if (!SEEDED_CONFIG_TYPE_IDS.has(prev.id)) return;
-  for (const field of ['name', 'schema', 'target'] as const) {
+  for (const field of ['name', 'schema'] as const) {
     if (json(next[field]) !== json(prev[field])) {
       throw new ApiError('ENTITY_CAN_NOT_BE_UPDATED', `the config type ${prev.id} is built in; its ${field} cannot change`, {
         field,
@@ -110,20 +110,6 @@ async function assertConfigsStillValid(ctx: WriteContext, typeId: string, valida
   }
 }
 
-/** Whether a config of the type is attached to a service (directly or as an identity override). */
-async function typeUsedByServices(tx: Tx, typeId: string): Promise<boolean> {
-  const ofType = tx.selectFrom('configs').select('id').where('config_type_id', '=', typeId);
-  const direct = await tx.selectFrom(SERVICE_CONFIGS.table).select(CONFIG_ID).where(CONFIG_ID, 'in', ofType).limit(1).executeTakeFirst();
-  if (direct) return true;
-  const override = await tx
-    .selectFrom('identity_service_configs')
-    .select('config_id')
-    .where('config_id', 'in', ofType)
-    .limit(1)
-    .executeTakeFirst();
-  return override !== undefined;
-}
-
 export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour<typeof configTypes> {
   return {
     async validate(ctx, next, prev) {
@@ -131,9 +117,6 @@ export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): Resour
       const validate = compileOrRefuse(compiler, next.schema);
       if (!prev) return;
       if (json(next.schema) !== json(prev.schema)) await assertConfigsStillValid(ctx, next.id, validate);
-      if (prev.target === 'service' && next.target !== 'service' && (await typeUsedByServices(ctx.tx, next.id))) {
-        throw fieldError('target', 'configs of this type are attached to services', next.target);
-      }
     },
     async beforeDelete(_ctx, prev) {
       if (SEEDED_CONFIG_TYPE_IDS.has(prev.id)) {

@@ -17,7 +17,8 @@ export const configTypes = defineResource({
       nullable: true,
       filterable: false,
     }),
-    target: field.enum(['service', 'router'], 'what configs of this type configure', { default: 'service' }),
+    // Fixed at create, as in the established controller: configs of the type are attached by it.
+    target: field.enum(['service', 'router'], 'what configs of this type configure', { default: 'service', createOnly: true }),
   },
 });
 
