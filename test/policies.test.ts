@@ -194,6 +194,24 @@ describe.each(KINDS)('$collection', (k) => {
     expect(json(list).data[0][`${first}Display`]).toEqual(e[`${first}Display`]);
   });
 
+  // A deleted entity's `@id` stayed in the lists, and an entity made again with that id was selected.
+  it.each(k.lists)('a deleted entity leaves %s, and its links with it', async (field) => {
+    const c = COLLECTION[field];
+    const gone = (await resources.get(c.collection).create({ ...c.body, name: `${k.collection}-${field}-gone` })).id;
+    const id = await create({ name: `${k.collection}-${field}-naming`, [field]: ['#a', `@${gone}`] });
+    const before = await detail(id);
+    expect((await call(t, 'DELETE', `${MGMT}/${c.collection}/${gone}`, { token: admin })).statusCode).toBe(200);
+    const after = await detail(id);
+    expect(after[field]).toEqual(['#a']);
+    expect(after[`${field}Display`]).toEqual([{ role: '#a', name: '#a' }]);
+    expect(after.updatedAt >= before.updatedAt).toBe(true);
+    // The policy still selects what its other roles select, and is edited as before.
+    const selected = json(await call(t, 'GET', `${url}/${id}/${c.collection}`, { token: admin })).data.map((e: { id: string }) => e.id);
+    expect(selected).toContain(fixture[field].one);
+    expect(selected).not.toContain(gone);
+    expect((await call(t, 'PATCH', `${url}/${id}`, { token: admin, body: { tags: { edited: true } } })).statusCode).toBe(200);
+  });
+
   it('filters on role lists and scalar fields', async () => {
     const p1 = await create({ name: `${k.collection}-f1`, [first]: ['#fa', '#fb'] });
     const p2 = await create({ name: `${k.collection}-f2`, semantic: 'AnyOf', [first]: ['#fb'] });

@@ -9,7 +9,7 @@ import type { ResourceDefOf } from '../resources/index.js';
 import { policySpecOf, roleKindOf, roleKindOfCollection, type PolicyCollection, type RoleKind } from '../resources/relations.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
-import { computed, composeBehaviours, type ResourceBehaviour } from './resources.js';
+import { computed, composeBehaviours, type ResourceBehaviour, type WriteContext } from './resources.js';
 
 export const RoleDisplaySchema = Type.Array(
   Type.Object({ role: Type.String(), name: Type.String() }),
@@ -73,8 +73,8 @@ function policyBehaviour(collection: PolicyCollection, links: PolicyLinks): Reso
         const roles = roleList(next, l.field);
         const problem = validateRoles(roles);
         if (problem) throw fieldError(l.field, problem.reason, problem.entry);
-        // Only ids new to the list must exist: an entity deleted since keeps its `@id` harmlessly,
-        // and must not make every later edit of the policy fail.
+        // Only ids new to the list must exist: a delete takes its `@id` out (dropIdRoles), and one
+        // stored before that was done must not make every later edit of the policy fail.
         const known = new Set(prev ? parseRoles(roleList(prev, l.field)).ids : []);
         const added = parseRoles(roles).ids.filter((id) => !known.has(id));
         if (added.length === 0) continue;
@@ -114,8 +114,24 @@ export function roleLinkBehaviour(kind: RoleKind, links: PolicyLinks): ResourceB
     },
     async afterDelete(ctx, prev) {
       await links.forgetEntity(ctx, kind, prev.id);
+      await dropIdRoles(ctx, links, kind, prev.id);
     },
   };
+}
+
+/**
+ * Takes `@id` of a deleted entity out of every role list naming it, as the established controller
+ * does: an entity made again with that id (a router's tunneler identity) is not selected again by
+ * policies written for the one that is gone.
+ */
+async function dropIdRoles(ctx: WriteContext, links: PolicyLinks, kind: RoleKind, entityId: string): Promise<void> {
+  for (const { list, policyId } of await links.naming(ctx, kind, entityId)) {
+    const policy = await ctx.resources.get(list.collection).repo.get(ctx.tx, policyId);
+    if (!policy) continue;
+    const roles = roleList(policy, list.field).filter((r) => r !== `@${entityId}`);
+    await ctx.update(list.collection, policyId, { [list.field]: roles, updatedAt: ctx.now });
+    await links.refreshPolicyLinks(ctx, list.collection, { ...policy, [list.field]: roles });
+  }
 }
 
 /**

@@ -183,6 +183,11 @@ class PolicyIndex {
     byId.set(id, entry);
   }
 
+  /** Ids of the policies whose list `l` names the entity as `@id`. */
+  naming(l: RoleListSpec, id: string): string[] {
+    return [...(this.lists.get(l)!.byId.get(id) ?? [])];
+  }
+
   /** Ids of the policies whose list `l` selects the entity. */
   matching(l: RoleListSpec, id: string, attributes: ReadonlySet<string>): Set<string> {
     const index = this.lists.get(l)!;
@@ -443,6 +448,13 @@ export class PolicyLinks implements Cache {
       await syncRows(ctx.tx, l.linkTable, l.linkColumn, entity.id, 'policy_id', want, current);
     }
     this.observe?.('entity', (performance.now() - began) / 1000);
+  }
+
+  /** The role lists that name an entity as `@id`: each with its policy. */
+  async naming(ctx: LinkContext, kind: RoleKind, entityId: string): Promise<{ list: RoleListSpec; policyId: string }[]> {
+    const index = await this.indexFor(ctx);
+    // Stryker: every role kind has lists (relations derive the kinds from them); `?? []` is a guard.
+    return (LISTS_OF_KIND[kind] ?? []).flatMap((list) => index.naming(list, entityId).map((policyId) => ({ list, policyId })));
   }
 
   /** Drops the role attribute index rows of a deleted entity (its link rows cascade). */
