@@ -136,6 +136,11 @@ const INVALID: [string, Record<string, unknown>, string, string?][] = [
   ['OS with an unknown system', { typeId: 'OS', operatingSystems: [{ type: 'BeOS', versions: [] }] }, 'operatingSystems[0].type'],
   ['OS entry without versions', { typeId: 'OS', operatingSystems: [{ type: 'Linux' }] }, 'operatingSystems[0].versions'],
   ['OS entry with an extra field', { typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: [], build: 1 }] }, 'operatingSystems[0]'],
+  [
+    'OS version that is no constraint',
+    { typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: ['>=6.1'] }, { type: 'Windows', versions: ['>=10', 'not a version'] }] },
+    'operatingSystems[1].versions[1]',
+  ],
   ['OS with domains', { typeId: 'OS', operatingSystems: [{ type: 'Linux', versions: [] }], domains: ['a'] }, 'domains'],
   // PROCESS
   ['PROCESS without process', { typeId: 'PROCESS' }, 'process'],

@@ -5,6 +5,7 @@ import { ApiError, fieldError } from '../errors.js';
 import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks, type PostureCheckType } from '../resources/posture-checks.js';
 import { fieldsOfKind, kindFields, MAX_NAME, type WriteOfDef } from '../resources/kit.js';
 import type { Entity } from '../store/repository.js';
+import { isVersionConstraint } from '../policy/posture.js';
 import type { ResourceBehaviour, ResourceService, WriteContext } from './resources.js';
 
 export type { PostureCheckType };
@@ -79,7 +80,14 @@ function validateKind(next: WriteOfDef<typeof postureChecks>): void {
   switch (kind) {
     case 'OS': {
       const systems = requireNonEmpty(next.operatingSystems, 'operatingSystems', kind);
-      systems.forEach((os, i) => checkOs(`operatingSystems[${i}].type`, os.type, kind));
+      systems.forEach((os, i) => {
+        checkOs(`operatingSystems[${i}].type`, os.type, kind);
+        os.versions.forEach((v, j) => {
+          if (!isVersionConstraint(v)) {
+            throw fieldError(`operatingSystems[${i}].versions[${j}]`, 'is not a version constraint such as >=10.0.19041, <7 || =8.0.1', v);
+          }
+        });
+      });
       break;
     }
     case 'PROCESS': {

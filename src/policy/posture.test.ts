@@ -8,6 +8,7 @@ import {
   evaluatePolicy,
   postureQuery,
   versionSatisfies,
+  isVersionConstraint,
   type PostureCheck,
   type PostureFacts,
   type SessionPosture,
@@ -65,6 +66,30 @@ describe('versionSatisfies', () => {
     ['5.4', '!=5.3', true],
   ])('%s against %s: %s', (version, spec, expected) => {
     expect(versionSatisfies(version, spec)).toBe(expected);
+  });
+});
+
+// Once any string was stored as a version constraint, and it never matched.
+describe('isVersionConstraint', () => {
+  it.each([
+    ['>=10.0.19041', true],
+    ['14', true],
+    ['v13.5', true],
+    ['>=6.1 <7', true],
+    ['<5 || >=5.4', true],
+    ['!=5.3', true],
+    ['==1.0.0-rc.1', true],
+    ['<=2.0+build.5', true],
+    ['not a version', false],
+    ['', false],
+    ['>= 6.1', false],
+    ['<5 ||', false],
+    ['1.x', false],
+    ['>=a.b', false],
+    ['=>1', false],
+    ['1..2', false],
+  ])('%s: %s', (spec, expected) => {
+    expect(isVersionConstraint(spec)).toBe(expected);
   });
 });
 

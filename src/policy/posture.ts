@@ -97,6 +97,20 @@ function compareVersions(a: string, b: string): number {
   return 0;
 }
 
+/** One term of a version constraint: an operator glued to a version (`>=6.1`, `10.0.19041`, `<7.0-rc1`). */
+const VERSION_TERM = /^(?:>=|<=|==|!=|>|<|=)?v?\d+(?:\.\d+)*(?:[-+][0-9A-Za-z.-]+)?$/;
+
+/**
+ * Whether a constraint reads as `versionSatisfies` takes it: no empty alternative, and every term an
+ * operator glued to a version (`>= 6.1`, split in two, would read as the equality `6.1`).
+ */
+export function isVersionConstraint(spec: string): boolean {
+  return spec.split('||').every((alternative) => {
+    const terms = alternative.trim().split(/\s+/).filter((t) => t !== '');
+    return terms.length > 0 && terms.every((t) => VERSION_TERM.test(t));
+  });
+}
+
 /**
  * Whether `version` satisfies a version constraint of an OS check: alternatives separated by `||`,
  * each a space-separated conjunction of `>=v`, `>v`, `<=v`, `<v`, `=v`, `==v`, `!=v` or a bare `v`
