@@ -211,6 +211,29 @@ describe('timeouts', () => {
     expect(bodyOf(all[0]!).error).toMatchObject({ code: 'REQUEST_ENTITY_TOO_LARGE' });
   });
 
+  // It sent 100 Continue first, and the client's body then often cut the 413 off.
+  it('answers 413 instead of 100 Continue to an Expect: 100-continue with too large a body, and 100 Continue otherwise', async () => {
+    const { port } = await start(TIMEOUTS);
+    const client = new Client(port);
+    expect(await client.handshake()).toBe(true);
+    client.socket.write(`POST ${MGMT}/identities HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2000000\r\n\r\n`);
+    expect(await client.waitClosed(2_000)).toBeDefined();
+    expect(client.received).not.toContain('100 Continue');
+    const [answer] = answers(client.received);
+    expect(statusOf(answer!)).toBe(413);
+    expect(bodyOf(answer!).error).toMatchObject({ code: 'REQUEST_ENTITY_TOO_LARGE' });
+
+    const small = new Client(port);
+    expect(await small.handshake()).toBe(true);
+    small.socket.write(`POST ${MGMT}/authenticate?method=password HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n`);
+    const [interim] = await small.waitAnswers(1);
+    expect(statusOf(interim!)).toBe(100);
+    small.socket.write('{}');
+    const [, final] = await small.waitAnswers(2);
+    expect(statusOf(final!)).toBe(400);
+    small.destroy();
+  });
+
   it('answers 413 and closes when a chunked body grows past the limit', async () => {
     const { port } = await start(TIMEOUTS);
     const client = new Client(port);

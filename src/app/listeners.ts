@@ -2,6 +2,7 @@
 // listener. Client certificates are asked for but not required. The listener's options bound what a
 // slow, silent or greedy client may hold (connection-limits.ts).
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
@@ -78,6 +79,12 @@ export async function buildServer(
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
 
+  // Node answers `Expect: 100-continue` itself unless told otherwise. A body refused from its declared
+  // length (below) is not asked for: the 413 is the one answer the client gets.
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    if (!(Number(request.headers['content-length']) > BODY_LIMIT)) response.writeContinue();
+    app.server.emit('request', request, response);
+  });
   // An oversized body is refused from its declared length, before any other work on the request.
   app.addHook('onRequest', async (request) => {
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
