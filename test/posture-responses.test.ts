@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, authenticatorApp, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, Network, ok, type Person } from './fixtures/network.js';
-import { KEPT_FAILURES } from '../src/domain/client/posture-store.js';
+import { KEPT_FAILURES, MAX_BULK_RESPONSES, MAX_SESSION_PROCESSES } from '../src/domain/client/posture-store.js';
 
 let t: TestController;
 let net: Network;
@@ -122,6 +122,30 @@ describe('an MFA check', () => {
     expect(ok(await call(t, 'GET', `${MGMT}/identities/${alice.id}/posture-data`, { token: net.admin })).apiSessionPostureData[apiSessionId].endpointState.unlockedAt).toEqual(
       expect.any(String),
     );
+  });
+});
+
+// A client once stored any number of process rows under made-up paths.
+describe('the processes one API session reports', () => {
+  it(`are at most ${MAX_SESSION_PROCESSES} paths, also for reports sent at once; known paths may be reported again`, async () => {
+    const token = await net.login(bob);
+    const bulk = (from: number, count = MAX_BULK_RESPONSES) =>
+      client(t, 'POST', '/posture-response-bulk', token, Array.from({ length: count }, (_, i) => ({ id: 'any', typeId: 'PROCESS', path: `/opt/p${from + i}`, isRunning: true })));
+    const at = MAX_SESSION_PROCESSES - MAX_BULK_RESPONSES;
+    for (let from = 0; from < at; from += MAX_BULK_RESPONSES) ok(await bulk(from));
+    // Room for one of the two.
+    const [a, b] = await Promise.all([bulk(at), bulk(at + 10_000)]);
+    expect([a.statusCode, b.statusCode].sort()).toEqual([200, 400]);
+    expectError(await client(t, 'POST', '/posture-response', token, { id: 'any', typeId: 'PROCESS', path: '/opt/one-more', isRunning: true }), 400, 'COULD_NOT_VALIDATE', 'path');
+    ok(await client(t, 'POST', '/posture-response', token, { id: 'any', typeId: 'PROCESS', path: '/opt/p0', isRunning: false }), 201);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    const { n } = await t.app.core.store.db
+      .selectFrom('posture_data')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('api_session_id', '=', apiSessionId)
+      .where('kind', '=', 'PROCESS')
+      .executeTakeFirstOrThrow();
+    expect(Number(n)).toBe(MAX_SESSION_PROCESSES);
   });
 });
 

@@ -5,6 +5,7 @@
 // Reported data is stored per API session (the device that reported it) and read from memory; a
 // write goes to the store first, then to memory. Refused session requests are recorded per identity.
 import { Type, type TSchema } from '@sinclair/typebox';
+import { sql } from 'kysely';
 import { fieldError } from '../../errors.js';
 import { iso, type Clock } from '../../clock.js';
 import { newId } from '../../ids.js';
@@ -51,6 +52,11 @@ export const PostureResponseSchema = Type.Object(
 );
 
 export const MAX_BULK_RESPONSES = 100;
+/**
+ * Processes (by path) one API session reports at most: each is a row kept while the session lives,
+ * and a client could otherwise fill the store under made-up paths.
+ */
+export const MAX_SESSION_PROCESSES = 1000;
 export const PostureResponseBulkSchema = Type.Array(PostureResponseSchema, { maxItems: MAX_BULK_RESPONSES });
 
 export interface PostureResponse {
@@ -334,6 +340,18 @@ export class PostureStore implements Cache {
             }),
           )
           .execute();
+      }
+      // Counted in the write, after it: writes run one at a time, so concurrent reports hold the bound too.
+      if (rows.some((r) => r.kind === 'PROCESS')) {
+        const { n } = await ctx.tx
+          .selectFrom('posture_data')
+          .select(sql<number>`count(*)`.as('n'))
+          .where('api_session_id', '=', who.apiSessionId)
+          .where('kind', '=', 'PROCESS')
+          .executeTakeFirstOrThrow();
+        if (Number(n) > MAX_SESSION_PROCESSES) {
+          throw fieldError('path', `an API session reports at most ${MAX_SESSION_PROCESSES} processes (by path)`);
+        }
       }
       ctx.changed({ collection: 'posture-data', kind: 'update', id: who.apiSessionId, ownerId: who.identityId });
     });
