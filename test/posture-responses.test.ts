@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, authenticatorApp, call, expectError, MGMT, startTestController, type TestController } from './helpers.js';
 import { client, Network, ok, type Person } from './fixtures/network.js';
 import { KEPT_FAILURES, MAX_BULK_RESPONSES, MAX_SESSION_PROCESSES } from '../src/domain/client/posture-store.js';
+import { MFA_PROMPT_GRACE_MS } from '../src/policy/posture.js';
+
+const GRACE_S = MFA_PROMPT_GRACE_MS / 1000;
 
 let t: TestController;
 let net: Network;
@@ -106,7 +109,10 @@ describe('an MFA check', () => {
     // the device woke after the MFA: asked again, and the answer says for which service
     t.clock.advance(1_000);
     const woke = ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }), 201);
-    expect(woke).toEqual({ services: [{ id: service, name: 'svc-MFA', postureQueryType: 'MFA', timeout: 600, timeoutRemaining: 0 }] });
+    expect(woke).toEqual({ services: [{ id: service, name: 'svc-MFA', postureQueryType: 'MFA', timeout: 600, timeoutRemaining: GRACE_S }] });
+    // It passes for the grace period, then fails until the MFA is given again.
+    expect(ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing).toBe(true);
+    t.clock.advance(MFA_PROMPT_GRACE_MS);
     expect(ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing).toBe(false);
     // already asked: a second wake changes nothing
     t.clock.advance(1_000);
@@ -202,11 +208,14 @@ describe('an MFA check met with TOTP', () => {
     expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
     ok(await client(t, 'POST', '/authenticate/mfa', token, { code: code() }));
     expect((await query()).isPassing).toBe(true);
-    // A wake after the code asks for it again.
+    // A wake after the code asks for it again: due within the grace period.
     t.clock.advance(1_000);
     ok(await client(t, 'POST', '/posture-response', token, { id: check, typeId: 'MFA', woken: true }), 201);
+    // (its own timeout, 299 s away, comes before the end of the grace)
+    expect((await query()).postureQueries[0]).toMatchObject({ isPassing: true, timeoutRemaining: 299 });
+    t.clock.advance(MFA_PROMPT_GRACE_MS);
     expect((await query()).isPassing).toBe(false);
-    t.clock.advance(30_000);
+    t.clock.advance(1_000);
     ok(await client(t, 'POST', '/authenticate/mfa', token, { code: code() }));
     expect((await query()).isPassing).toBe(true);
     // An admin removes the MFA: the session stays, the check fails.
@@ -251,14 +260,19 @@ describe('the answer of a posture response', () => {
     expect(res.statusCode).toBe(200);
     expect(ok(res)).toEqual({
       services: [
-        { id: both, name: 'mfa-both', postureQueryType: 'MFA', timeout: 300, timeoutRemaining: 0 },
-        { id: noTimeout, name: 'mfa-forever', postureQueryType: 'MFA', timeout: -1, timeoutRemaining: 0 },
+        { id: both, name: 'mfa-both', postureQueryType: 'MFA', timeout: 300, timeoutRemaining: GRACE_S },
+        { id: noTimeout, name: 'mfa-forever', postureQueryType: 'MFA', timeout: -1, timeoutRemaining: GRACE_S },
       ],
     });
-    // and the service list agrees: those checks now fail, the wake-only one still passes
+    // Asked already: another unlock within the grace asks nothing more.
+    expect(ok(await bulk([{ id: long, typeId: 'ENDPOINT_STATE', unlocked: true }]))).toEqual({ services: [] });
+    // and the service list agrees: those checks pass for the grace period, then fail; the wake-only one still passes
     const queries = async (id: string) => ok(await client(t, 'GET', `/services/${id}`, token)).postureQueries[0];
+    expect((await queries(both)).isPassing).toBe(true);
+    t.clock.advance(MFA_PROMPT_GRACE_MS);
     expect((await queries(both)).isPassing).toBe(false);
-    expect((await queries(wake)).isPassing).toBe(true);
+    expect((await queries(noTimeout)).isPassing).toBe(false);
+    expect((await queries(wake)).isPassing).toBe(false); // its own 60 s timeout ran out meanwhile
     // frank's own session is another device: untouched
     const franks = await net.login(frank);
     const frankSession = ok(await client(t, 'GET', '/current-api-session', franks)).id as string;

@@ -9,6 +9,7 @@ import {
   postureQuery,
   versionSatisfies,
   isVersionConstraint,
+  MFA_PROMPT_GRACE_MS,
   type PostureCheck,
   type PostureFacts,
   type SessionPosture,
@@ -108,6 +109,7 @@ const MULTI_ALL = check('PROCESS_MULTI', {
 const MULTI_ANY = { ...MULTI_ALL, semantic: 'AnyOf' as const };
 const MFA = check('MFA', { timeoutSeconds: -1, promptOnWake: false, promptOnUnlock: false });
 const MFA_TIMED = check('MFA', { timeoutSeconds: 300, promptOnWake: true, promptOnUnlock: true });
+const MFA_PROMPTS = check('MFA', { timeoutSeconds: -1, promptOnWake: true, promptOnUnlock: true });
 
 describe('checkPasses', () => {
   it.each<[string, PostureCheck, PostureFacts, boolean]>([
@@ -136,8 +138,13 @@ describe('checkPasses', () => {
     ['MFA: completed, no timeout', MFA, facts(posture(), { isMfaComplete: true, passedAt: NOW - 86_400_000 }), true],
     ['MFA: completed within the timeout', MFA_TIMED, facts(posture(), { isMfaComplete: true, passedAt: NOW - 299_000 }), true],
     ['MFA: the timeout has passed', MFA_TIMED, facts(posture(), { isMfaComplete: true, passedAt: NOW - 300_000 }), false],
-    ['MFA: woken since', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), false],
-    ['MFA: unlocked since', MFA_TIMED, facts(posture({ endpointState: { unlockedAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), false],
+    // Asked again after a wake or unlock: the MFA counts for the grace period after it, then no more.
+    ['MFA: woken since, within the grace', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
+    ['MFA: unlocked since, within the grace', MFA_TIMED, facts(posture({ endpointState: { unlockedAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
+    ['MFA: woken since, the grace over', MFA_PROMPTS, facts(posture({ endpointState: { wokenAt: NOW - MFA_PROMPT_GRACE_MS } }), { isMfaComplete: true, passedAt: NOW - MFA_PROMPT_GRACE_MS - 1 }), false],
+    ['MFA: unlocked since, the grace over', MFA_PROMPTS, facts(posture({ endpointState: { unlockedAt: NOW - MFA_PROMPT_GRACE_MS } }), { isMfaComplete: true, passedAt: NOW - MFA_PROMPT_GRACE_MS - 1 }), false],
+    ['MFA: woken since, the grace not over yet', MFA_PROMPTS, facts(posture({ endpointState: { wokenAt: NOW - MFA_PROMPT_GRACE_MS + 1 } }), { isMfaComplete: true, passedAt: NOW - MFA_PROMPT_GRACE_MS }), true],
+    ['MFA: woken since, never passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 1_000 } }), { isMfaComplete: false }), false],
     ['MFA: woken before it passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 3_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
     ['MFA: woken, not asked to prompt', MFA, facts(posture({ endpointState: { wokenAt: NOW } }), { isMfaComplete: true }), true],
     ['an unknown kind never passes', check('RETINA', {}), facts(posture()), false],
@@ -190,6 +197,13 @@ describe('evaluatePolicy', () => {
 });
 
 describe('postureQuery', () => {
+  it('an MFA asked for again is due within the grace period, when that comes before its timeout', () => {
+    const long = check('MFA', { timeoutSeconds: 600, promptOnWake: true });
+    const woken = facts(posture({ endpointState: { wokenAt: NOW - 1_000 } }), { isMfaComplete: true, passedAt: NOW - 10_000 });
+    expect(postureQuery(long, woken)).toMatchObject({ isPassing: true, timeout: 600, timeoutRemaining: MFA_PROMPT_GRACE_MS / 1000 - 1 });
+    expect(postureQuery(long, facts(posture(), { isMfaComplete: true, passedAt: NOW - 10_000 }))).toMatchObject({ timeoutRemaining: 590 });
+  });
+
   it('tells MFA timeouts and prompts, and what processes are asked for', () => {
     expect(postureQuery(MFA_TIMED, facts(posture(), { isMfaComplete: true, passedAt: NOW - 100_000 }))).toEqual({
       id: 'pc-MFA',
@@ -323,7 +337,8 @@ describe('checkFailureValues', () => {
     const f = facts(posture({ endpointState: { wokenAt: NOW - 1_000, unlockedAt: NOW - 5_000 } }), { isMfaComplete: true, passedAt: NOW - 100_000 });
     expect(checkFailureValues(MFA_TIMED, f)).toEqual({
       postureCheckType: 'MFA',
-      actualValue: { passedMfa: true, passedOnUnlock: false, passedOnWake: false, timedOut: false },
+      // Woken and unlocked since the MFA, both within their grace.
+      actualValue: { passedMfa: true, passedOnUnlock: true, passedOnWake: true, timedOut: false },
       expectedValue: { passedMfa: true, passedOnUnlock: true, passedOnWake: true, timedOut: false },
       criteria: {
         passedMfaAt: new Date(NOW - 100_000).toISOString(),

@@ -171,10 +171,29 @@ function processPasses(
   return false;
 }
 
-/** When a passed MFA stops counting (ms), or Infinity. */
+/**
+ * How long an MFA check that asks again after a wake or an unlock keeps passing after it (the
+ * established controller's grace period): the client prompts for a code meanwhile.
+ */
+export const MFA_PROMPT_GRACE_MS = 5 * 60_000;
+
+/** The wake and unlock after the MFA was passed that the check asks again for (ms). */
+function promptsSincePassed(check: PostureCheck, facts: PostureFacts): number[] {
+  const state = facts.posture?.endpointState ?? {};
+  const asked = [check.promptOnWake === true ? state.wokenAt : undefined, check.promptOnUnlock === true ? state.unlockedAt : undefined];
+  return asked.filter((at): at is number => at !== undefined && at > facts.mfa.passedAt);
+}
+
+/** Whether the check asks for the MFA again: a wake or unlock it prompts on came after the MFA. */
+export function mfaAskedAgain(check: PostureCheck, facts: PostureFacts): boolean {
+  return check.typeId === 'MFA' && facts.mfa.isMfaComplete && promptsSincePassed(check, facts).length > 0;
+}
+
+/** When a passed MFA stops counting (ms), or Infinity: its timeout, or the grace after a prompt. */
 function mfaExpiry(check: PostureCheck, facts: PostureFacts): number {
   const timeout = check.timeoutSeconds ?? -1;
-  return timeout < 0 ? Infinity : facts.mfa.passedAt + timeout * 1000;
+  if (timeout < 0) return Infinity;
+  return Math.min(facts.mfa.passedAt + timeout * 1000, ...promptsSincePassed(check, facts).map((at) => at + MFA_PROMPT_GRACE_MS));
 }
 
 /** The four conditions of an MFA check as the API session meets them; the check passes when all hold. */
@@ -188,8 +207,10 @@ export interface MfaValues {
 function mfaValues(check: PostureCheck, facts: PostureFacts): MfaValues {
   const { isMfaComplete, passedAt } = facts.mfa;
   const state = facts.posture?.endpointState ?? {};
-  // Waking or unlocking after the MFA asks for it again, when the check says so.
-  const passedOn = (prompt: boolean | null | undefined, at: number | undefined) => prompt !== true || (isMfaComplete && !((at ?? -Infinity) > passedAt));
+  // Waking or unlocking after the MFA asks for it again, when the check says so: within the grace
+  // period after it, the MFA still counts.
+  const passedOn = (prompt: boolean | null | undefined, at: number | undefined) =>
+    prompt !== true || (isMfaComplete && (at === undefined || at <= passedAt || facts.now < at + MFA_PROMPT_GRACE_MS));
   return {
     passedMfa: isMfaComplete,
     passedOnUnlock: passedOn(check.promptOnUnlock, state.unlockedAt),

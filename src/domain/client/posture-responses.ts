@@ -2,11 +2,12 @@
 // the services whose posture the report just changed so the client can act on them. As in the
 // established answer, that is the MFA kind: a device that woke or was unlocked asks again for the
 // MFA of every MFA check that says so (promptOnWake, promptOnUnlock), and the services those checks
-// guard are listed with their timeouts. Only the caller's own services are listed (those a service
+// guard are listed with their timeouts and the grace period (MFA_PROMPT_GRACE_MS) in which the
+// code is due. Only the caller's own services are listed (those a service
 // policy lets it dial or bind), never others that share the check.
 import { Type } from '@sinclair/typebox';
 import type { Clock } from '../../clock.js';
-import { checkPasses, type PostureCheck, type PostureFacts } from '../../policy/posture.js';
+import { checkPasses, MFA_PROMPT_GRACE_MS, mfaAskedAgain, type PostureCheck, type PostureFacts } from '../../policy/posture.js';
 import { compareText, type AccessViews } from './access-views.js';
 import type { Caller } from './caller.js';
 import type { PostureCheckCatalog, ServiceCatalog } from './catalogs.js';
@@ -60,12 +61,11 @@ export class PostureResponses {
     await this.d.posture.submit({ apiSessionId: caller.apiSessionId, identityId: caller.identityId }, responses);
     if (!before) return { services: [] };
     const after = await factsOf(this.d.posture, caller, this.d.clock());
-    return { services: await this.changedServices(caller, events, before, after) };
+    return { services: await this.changedServices(caller, before, after) };
   }
 
   private async changedServices(
     caller: Caller,
-    events: { woken: boolean; unlocked: boolean },
     before: PostureFacts,
     after: PostureFacts,
   ): Promise<PostureResponseService[]> {
@@ -74,8 +74,8 @@ export class PostureResponses {
     const changed = new Map<string, PostureCheck>();
     for (const c of catalog.values()) {
       if (c.typeId !== 'MFA') continue;
-      const asks = (events.woken && c.promptOnWake === true) || (events.unlocked && c.promptOnUnlock === true);
-      if (asks && checkPasses(c, before) && !checkPasses(c, after)) changed.set(c.id, c);
+      // Asked again now: it passed, was not asking already, and asks after this report.
+      if (checkPasses(c, before) && !mfaAskedAgain(c, before) && mfaAskedAgain(c, after)) changed.set(c.id, c);
     }
     if (changed.size === 0) return [];
     const found: { id: string; checks: PostureCheck[] }[] = [];
@@ -96,8 +96,8 @@ export class PostureResponses {
         name: String(entity.name),
         postureQueryType: 'MFA',
         timeout: timeouts.length > 0 ? Math.min(...timeouts) : -1,
-        // Each check listed fails from the report on (no grace period): the MFA is due now.
-        timeoutRemaining: 0,
+        // Each check listed passes for the grace period after the report: the MFA is due by then.
+        timeoutRemaining: MFA_PROMPT_GRACE_MS / 1000,
       });
     }
     return out.sort((a, b) => compareText(a.name, b.name) || compareText(a.id, b.id));
