@@ -618,18 +618,23 @@ export class DataIntegrity {
   private async execute(run: IntegrityRun, fix: boolean): Promise<void> {
     const { kernel, links, log } = this.deps;
     log.info({ fix }, 'data integrity run started');
-    if (fix) {
+    // Taken before the first repair, once: a run with nothing to repair writes no copy of the store.
+    let snapshotTaken = false;
+    const snapshotBeforeRepairs = async (): Promise<void> => {
+      if (snapshotTaken) return;
       try {
         await this.deps.snapshots.take();
       } catch (err) {
-        throw new Error(`nothing was repaired: the snapshot taken before repairs failed: ${err instanceof Error ? err.message : String(err)}`, {
+        throw new Error(`nothing more was repaired: the snapshot taken before repairs failed: ${err instanceof Error ? err.message : String(err)}`, {
           cause: err,
         });
       }
-    }
+      snapshotTaken = true;
+    };
     let found = 0;
     for (const group of checkGroups(kernel, links)) {
       const findings = await this.find(group);
+      if (fix && findings.some((f) => f.repair)) await snapshotBeforeRepairs();
       // Repairs are handed to the kernel a batch at a time, so they share its commits (each in a
       // savepoint of its own: one that fails is undone alone); in order, so a unique index is made
       // after the renames that free its values.
