@@ -244,12 +244,21 @@ describe('a wrong password learns nothing about the account', () => {
     expect(await wrongAnswer('leaky-fine')).toEqual(baseline);
   });
 
-  it('the right password for a locked or disabled identity keeps its answer', async () => {
+  // An attack that worked: guesses went on during a lockout, and the right one was told apart by
+  // its answer ("the identity is disabled"), to be used once the lockout ended.
+  it('the right password for a locked or disabled identity gets the answer of a wrong one', async () => {
+    const baseline = await wrongAnswer('no-such-account');
     const locked = await identity('honest-locked', lock5);
     await wrongAtOnce('honest-locked', 5);
     expect((await identityRecord(locked.id)).disabled).toBe(true);
     const res = await authenticate(t, 'honest-locked', 'honest-locked-pw', { remoteAddress: nextAddress() });
-    expect(expectError(res, 401, 'INVALID_AUTH').error.message).toBe('the identity is disabled');
+    const body = expectError(res, 401, 'INVALID_AUTH');
+    expect({ code: body.error.code, message: body.error.message, cause: body.error.cause }).toEqual(baseline);
+    const disabled = await identity('honest-disabled');
+    const admin = await asAdmin(t);
+    expect((await call(t, 'POST', `${MGMT}/identities/${disabled.id}/disable`, { token: admin, body: { durationMinutes: 0 } })).statusCode).toBe(200);
+    const right = expectError(await authenticate(t, 'honest-disabled', 'honest-disabled-pw', { remoteAddress: nextAddress() }), 401, 'INVALID_AUTH');
+    expect(right.error.message).toBe(baseline.message);
 
     await identity('honest-off', passwordsOff);
     const off = await authenticate(t, 'honest-off', 'honest-off-pw', { remoteAddress: nextAddress() });

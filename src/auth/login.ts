@@ -209,13 +209,15 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Fou
   // Stryker: '' is no password (nor, in any test, a stand-in), so a login without one fails either way.
   const check = await verifyPassword(authenticator?.passwordHash, req.password ?? '');
   // A wrong password learns nothing about the account: not whether it exists, is locked or
-  // disabled, nor what its policy allows. Only the right one hears why it is refused.
+  // disabled, nor what its policy allows. Nor does the right one of a locked or disabled account:
+  // it is refused as a wrong one is, or guesses would go on during a lockout and be told when right.
   if (!authenticator) throw invalidAuth();
   if (!check.ok) {
     await countFailure(core, authenticator);
     throw invalidAuth();
   }
-  const identity = await usableIdentity(core, authenticator.identityId);
+  const identity = await core.identities.get(authenticator.identityId);
+  if (!identity || core.identities.isDisabled(identity)) throw invalidAuth();
   const rules = await rulesOf(core, identity);
   if (!rules.primary.updb.allowed) throw invalidAuth('the auth policy does not allow password logins');
   // Stryker: clearing a count of 0 writes nothing, so the test only saves a transaction.
