@@ -50,7 +50,7 @@ export class SessionEnforcer implements Cache {
     if (ACCESS_COLLECTIONS.has(c.collection)) this.marks.all = true;
     // An identity's attributes move its policy links; without its MFA, MFA checks fail.
     else if (c.collection === 'identities' && c.kind === 'update') this.marks.identities.add(c.id);
-    else if (c.collection === 'mfas' && c.ownerId !== undefined) this.marks.identities.add(c.ownerId);
+    else if (c.collection === 'mfas' && c.kind === 'delete' && c.ownerId !== undefined) this.marks.identities.add(c.ownerId);
     else if (c.collection === 'posture-data') this.marks.apiSessions.add(c.id);
     else return;
     this.schedule();
