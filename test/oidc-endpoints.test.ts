@@ -304,28 +304,26 @@ describe('POST /oidc/token', () => {
     expect(json(res)).toMatchObject({ token_type: 'Bearer', expires_in: 1800, scope: 'openid offline_access' });
   });
 
-  it('the alias /oidc/oauth/token and a public client in HTTP Basic work the same', async () => {
+  /** A code grant at `url` whose client is named by HTTP Basic `credentials` (id:secret), not in the body. */
+  const withBasicClient = async (url: string, credentials: string) => {
     const { verifier, code } = await codeFor();
     const { client_id: _omit, ...rest } = grant(code, verifier);
-    const res = await t.inject({
+    return t.inject({
       method: 'POST',
-      url: '/oidc/oauth/token',
+      url,
       payload: form(rest),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('overlay:').toString('base64')}` },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(credentials).toString('base64')}` },
     });
+  };
+
+  it('the alias /oidc/oauth/token and a public client in HTTP Basic work the same', async () => {
+    const res = await withBasicClient('/oidc/oauth/token', 'overlay:');
     expect(res.statusCode, res.body).toBe(200);
   });
 
   // Once a bare 500: decoding the malformed id threw.
   it.each(['%zz:', 'overlay:%zz', '%E0%A4%A:'])('HTTP Basic credentials with malformed percent-encoding (%s): 401 invalid_client', async (credentials) => {
-    const { verifier, code } = await codeFor();
-    const { client_id: _omit, ...rest } = grant(code, verifier);
-    const res = await t.inject({
-      method: 'POST',
-      url: '/oidc/token',
-      payload: form(rest),
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(credentials).toString('base64')}` },
-    });
+    const res = await withBasicClient('/oidc/token', credentials);
     expect(res.statusCode, res.body).toBe(401);
     expect(json(res)).toMatchObject({ error: 'invalid_client' });
     expect(res.headers['www-authenticate']).toBe('Basic realm="overlay-oidc"');
