@@ -169,6 +169,18 @@ describe('CA records', () => {
     expect(names).not.toContain('second-of-its-cert');
   });
 
+  // An attack that worked: a holder of `ca` registered the network's signing CA, which took every
+  // network-issued certificate authenticator as its own, then deleted it and them with it.
+  it("refuses the network's own root and signing CA", async () => {
+    for (const [name, certPem] of [
+      ['network-root', t.app.core.pki.rootCertPem],
+      ['network-signing', t.app.core.pki.signingCertPem],
+    ] as const) {
+      const res = await call(t, 'POST', url(), { token: admin, body: caBody(name, { certPem }) });
+      expect(expectError(res, 400, 'COULD_NOT_VALIDATE', 'certPem').error.cause.reason).toBe('is a CA of this network itself, not a third-party CA');
+    }
+  });
+
   it('without a credential: 401 with both challenges; a caller without the ca permission: 401; an unknown id: 404', async () => {
     const issuer = await testCa('access CA');
     const id = await createCa('access-ca', issuer);

@@ -237,6 +237,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       links,
       configValidators,
       jwksPolicy: config.edge.externalJwtSigners,
+      networkCaPems: [pki.rootCertPem, pki.signingCertPem],
       // Read only once requests are served, after the read model below is built.
       serviceFieldsForCaller: (caller, entities, choice) => client.services.callerFields(caller, entities, choice),
     });

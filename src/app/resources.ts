@@ -35,6 +35,8 @@ export interface ResourceDeps {
   enrollmentTokens: EnrollmentTokens;
   /** What JWKS endpoints external JWT signers may name. */
   jwksPolicy: JwksFetchPolicy;
+  /** The network's own CA certificates (PEM): no third-party CA may be one of them. */
+  networkCaPems: readonly string[];
 }
 
 /** Per collection, a behaviour over that collection's own definition. */
@@ -45,7 +47,7 @@ function domainBehaviours(resources: Resources, deps: ResourceDeps): BehaviourOf
   return {
     'auth-policies': authPolicyBehaviour(),
     identities: identityBehaviour(deps.enrollmentTokens, resources),
-    cas: caBehaviour(),
+    cas: caBehaviour(deps.networkCaPems),
     enrollments: enrollmentBehaviour(deps.enrollmentTokens, resources),
     authenticators: authenticatorBehaviour(),
     'api-sessions': apiSessionBehaviour(deps.sessions, deps.clock),

@@ -46,8 +46,9 @@ export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticator
           const cert = authenticatorCertificate(next.certPem);
           next.fingerprint = fingerprintOfCertificate(cert);
           // A certificate of a registered CA goes with that CA: the one an enrollment verified it
-          // against (through intermediates, perhaps), else the one that signed it.
-          next.caId = next.caId ?? (await issuingCaOf(ctx.tx, cert)) ?? null;
+          // against (through intermediates, perhaps), else the one that signed it. One the network
+          // issued is no third-party CA's.
+          next.caId = next.caId ?? (next.isIssuedByNetwork === true ? null : await issuingCaOf(ctx.tx, cert)) ?? null;
         }
       }
       if (!prev) {

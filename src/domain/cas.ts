@@ -44,12 +44,16 @@ function checkExternalIdClaim(claim: unknown): void {
   }
 }
 
-export function caBehaviour(): ResourceBehaviour<typeof cas> {
+export function caBehaviour(networkCaPems: readonly string[] = []): ResourceBehaviour<typeof cas> {
+  const networkCas = new Set(networkCaPems.map((pem) => fingerprintOfCertificate(caCertificate(pem))));
   return {
     async validate(ctx, next, prev) {
       if (!prev) {
         const cert = caCertificate(next.certPem);
         next.fingerprint = fingerprintOfCertificate(cert);
+        // Its certificates are the network's own (enrollments, routers): a third-party CA made of it
+        // would claim them, and deleting that CA would take their authenticators with it.
+        if (networkCas.has(next.fingerprint)) throw fieldError('certPem', 'is a CA of this network itself, not a third-party CA');
         const existing = await ctx.tx.selectFrom('cas').select('id').where('fingerprint', '=', next.fingerprint).executeTakeFirst();
         // Named as the established controller names it; the PEM itself is not echoed back.
         if (existing) throw fieldError('certPem', `the certificate is already the CA ${String(existing.id)}`);
@@ -82,7 +86,10 @@ function certificateOf(pem: unknown): X509Certificate | undefined {
   }
 }
 
-/** Cert authenticators made before their CA was registered become its own when it is. */
+/**
+ * Cert authenticators made before their CA was registered become its own when it is; never those of
+ * certificates the network issued, which no third-party CA owns.
+ */
 async function adoptIssuedAuthenticators(ctx: WriteContext, ca: Ca): Promise<void> {
   const caCert = certificateOf(ca.certPem);
   if (!caCert) return;
@@ -91,6 +98,7 @@ async function adoptIssuedAuthenticators(ctx: WriteContext, ca: Ca): Promise<voi
     .select(['id', 'identity_id', 'cert_pem'])
     .where('method', '=', 'cert')
     .where('ca_id', 'is', null)
+    .where('is_issued_by_network', '=', ctx.resources.store.dialect.toDb('boolean', false) as number)
     .execute();
   for (const row of rows) {
     const cert = certificateOf(row.cert_pem);
