@@ -25,6 +25,28 @@ describe('verifyChain', () => {
     expect(verifyChain(node(leaf), [], [anchor(root), anchor(low, 'low')], Date.now())?.anchor.tag).toBe('low');
   });
 
+  // An attack that worked: the holder of an intermediate allowed no CA below it minted one, whose
+  // certificates enrolled and logged in.
+  it('every CA of the path, the anchor included, allows the CAs below it (pathLenConstraint)', async () => {
+    const root = await testCa('pathlen root');
+    const none = await testCa('pathlen 0', { issuer: root, pathLength: 0 });
+    const minted = await testCa('minted below 0', { issuer: none });
+    const deep = await testCertificate('deep leaf', { issuer: minted });
+    const direct = await testCertificate('direct leaf', { issuer: none });
+    expect(verifyChain(node(deep), [node(minted), node(none)], [anchor(root)], Date.now())).toBeUndefined();
+    expect(verifyChain(node(direct), [node(none)], [anchor(root)], Date.now())?.intermediates.map((c) => c.subject)).toEqual(['CN=pathlen 0']);
+    // One CA allowed below: one passes, two do not; an anchor's own constraint counts too.
+    const one = await testCa('pathlen 1', { issuer: root, pathLength: 1 });
+    const a = await testCa('below 1 a', { issuer: one });
+    const b = await testCa('below 1 b', { issuer: a });
+    expect(verifyChain(node(await testCertificate('leaf a', { issuer: a })), [node(a), node(one)], [anchor(root)], Date.now())).toBeDefined();
+    expect(verifyChain(node(await testCertificate('leaf b', { issuer: b })), [node(b), node(a), node(one)], [anchor(root)], Date.now())).toBeUndefined();
+    const tight = await testCa('anchor pathlen 0', { pathLength: 0 });
+    const under = await testCa('under tight anchor', { issuer: tight });
+    expect(verifyChain(node(await testCertificate('leaf t', { issuer: under })), [node(under)], [anchor(tight)], Date.now())).toBeUndefined();
+    expect(verifyChain(node(await testCertificate('leaf t2', { issuer: tight })), [], [anchor(tight)], Date.now())).toBeDefined();
+  });
+
   it('a certificate that is not a CA links nothing, though its key signed the leaf', async () => {
     const root = await testCa('non-ca root');
     const notCa = await testCertificate('not a CA', { issuer: root });

@@ -337,6 +337,8 @@ interface CertificateOptions {
   notAfter?: Date;
   /** A CA certificate (basic constraints CA true, may sign certificates). */
   ca?: boolean;
+  /** The path length constraint of a CA: how many CAs may be below it. */
+  pathLength?: number;
   /** Signed by this issuer; self-signed without one. */
   issuer?: TestIssuer;
   /** The issuer name written into the certificate, when it should differ from the signer's (a forgery). */
@@ -353,7 +355,7 @@ export async function testCertificate(commonName: string, o: CertificateOptions 
   const keys = (await crypto.subtle.generateKey(EC_P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const extensions: x509.Extension[] = o.ca
     ? [
-        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.BasicConstraintsExtension(true, o.pathLength, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),
         await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
       ]

@@ -4,6 +4,7 @@
 // runtime), so every certificate login decides here. Each link is checked by signature, not by
 // names alone: a certificate whose subject merely matches a trusted CA's name links nothing.
 import type { X509Certificate } from 'node:crypto';
+import { pathLengthOf } from './names.js';
 
 /** Certificates of a presented chain looked at beyond the leaf; the rest are ignored. */
 export const MAX_PRESENTED = 10;
@@ -36,6 +37,19 @@ export function signedBy(child: X509Certificate, parent: X509Certificate): boole
   }
 }
 
+/** Path lengths read once per certificate object (a presented chain is parsed once per connection). */
+const pathLengths = new WeakMap<X509Certificate, number | undefined>();
+
+/**
+ * Whether a CA may have `below` CA certificates under it in a path (RFC 5280 4.2.1.9,
+ * pathLenConstraint), as the established controller's Go verifier checks for every CA of a chain.
+ */
+export function allowsCasBelow(ca: X509Certificate, below: number): boolean {
+  if (!pathLengths.has(ca)) pathLengths.set(ca, pathLengthOf(ca));
+  const limit = pathLengths.get(ca);
+  return limit === undefined || below <= limit;
+}
+
 /** signedBy, with the issuer valid at `now`. */
 export function issuedBy(child: X509Certificate, parent: X509Certificate, now: number): boolean {
   return validAt(parent, now) && signedBy(child, parent);
@@ -43,8 +57,9 @@ export function issuedBy(child: X509Certificate, parent: X509Certificate, now: n
 
 /**
  * The path from `leaf` to one of `anchors` through the CA certificates of `presented` (in any
- * order), or undefined when there is none. The leaf's own validity is not judged here: the auth
- * policy decides whether an expired certificate may log in. Anchors are tried in order at each link.
+ * order), or undefined when there is none. Every CA of the path, the anchor included, allows the CAs
+ * below it (path length constraints). The leaf's own validity is not judged here: the auth policy
+ * decides whether an expired certificate may log in. Anchors are tried in order at each link.
  */
 export function verifyChain<T>(
   leaf: X509Certificate,
@@ -57,11 +72,11 @@ export function verifyChain<T>(
   const path: X509Certificate[] = [];
   const search = (current: X509Certificate): VerifiedChain<T> | undefined => {
     for (const anchor of anchors) {
-      if (issuedBy(current, anchor.cert, now)) return { anchor, intermediates: [...path] };
+      if (issuedBy(current, anchor.cert, now) && allowsCasBelow(anchor.cert, path.length)) return { anchor, intermediates: [...path] };
     }
     if (path.length >= MAX_DEPTH) return undefined;
     for (const [i, candidate] of candidates.entries()) {
-      if (used.has(i) || !issuedBy(current, candidate, now)) continue;
+      if (used.has(i) || !issuedBy(current, candidate, now) || !allowsCasBelow(candidate, path.length)) continue;
       used.add(i);
       path.push(candidate);
       const found = search(candidate);

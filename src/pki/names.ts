@@ -15,6 +15,11 @@ export interface CertificateNames {
   emails: string[];
 }
 
+/** The pathLenConstraint of a CA certificate's basic constraints; undefined when it sets none. */
+export function pathLengthOf(cert: X509Certificate): number | undefined {
+  return new x509.X509Certificate(cert.raw).getExtension(x509.BasicConstraintsExtension)?.pathLength;
+}
+
 export function certificateNames(cert: X509Certificate): CertificateNames {
   const parsed = new x509.X509Certificate(cert.raw);
   // Several common names are rare; the last is the one Go's x509 (the established controller's) reads.
