@@ -172,12 +172,14 @@ async function scenario(seed: number | undefined): Promise<Run> {
 
   // ---- clients log in and look around ----
   const tokens: Record<string, string> = {};
-  for (const [name, p] of Object.entries(people)) {
+  const logIn = async (name: string) => {
+    const p = people[name]!;
     const { data } = await run.req('POST', `${CLIENT}/authenticate?method=password`, {
       body: { username: p.username, password: p.password, configTypes: ['all'], envInfo: { os: 'linux' }, sdkInfo: { version: '1.0.0' } },
     });
     tokens[name] = data.token as string;
-  }
+  };
+  for (const name of Object.keys(people)) await logIn(name);
   const look = async (name: string) => {
     const token = tokens[name]!;
     await client('GET', '/services', token);
@@ -225,12 +227,18 @@ async function scenario(seed: number | undefined): Promise<Run> {
   await client('GET', '/services', tokens.carol!);
   await mgmt('GET', `/identities/${people.carol!.id}`, admin);
   await mgmt('POST', `/identities/${people.carol!.id}/enable`, admin);
+  // The lockout ended carol's API session: she logs in again.
+  await client('GET', '/services', tokens.carol!);
+  await logIn('carol');
   await look('carol');
 
   // ---- disable and enable, delete an API session ----
   await mgmt('POST', `/identities/${people.bob!.id}/disable`, admin, { durationMinutes: 0 });
   await client('GET', '/current-identity', tokens.bob!);
   await mgmt('POST', `/identities/${people.bob!.id}/enable`, admin);
+  // Disabling ended bob's API session: he logs in again.
+  await client('GET', '/services', tokens.bob!);
+  await logIn('bob');
   await look('bob');
   await client('DELETE', `/sessions/${session}`, tokens.alice!);
   await client('GET', '/sessions', tokens.alice!);
@@ -277,7 +285,7 @@ describe('dropping every cache at random points', () => {
     // The scenario does what it says: posture refuses then admits, a lockout, a disabled identity,
     // an ended API session and revocations (bearer and legacy) refuse their callers.
     expect(statuses).toContain(`409 POST ${CLIENT}/sessions`);
-    expect(statuses.filter((s) => s.startsWith('401 GET'))).toHaveLength(8);
+    expect(statuses.filter((s) => s.startsWith('401 GET'))).toHaveLength(10);
     expect(baseline.answers.length).toBeGreaterThan(100);
 
     for (const seed of [1, 2, 3]) {

@@ -616,6 +616,8 @@ describe('disable and enable', () => {
     expect(await get(id)).toMatchObject({ disabled: false, disabledAt: null, disabledUntil: null });
     const again = await login(t, 'dis-0', 'dis-0-pass');
     expect((await call(t, 'GET', '/edge/client/v1/current-identity', { token: again })).statusCode).toBe(200);
+    // The session live when it was disabled was ended with it: a stolen one stays dead after enabling.
+    expect((await call(t, 'GET', '/edge/client/v1/current-identity', { token })).statusCode).toBe(401);
   });
 
   it('durationMinutes 10: re-enabled when the time has passed', async () => {
@@ -633,8 +635,8 @@ describe('disable and enable', () => {
     t.clock.advance(1 * MINUTE);
     const fresh = await login(t, 'dis-10', 'dis-10-pass');
     expect((await call(t, 'GET', '/edge/client/v1/current-identity', { token: fresh })).statusCode).toBe(200);
-    // The session that was live when it was disabled was last active 10 minutes ago: valid again.
-    expect((await call(t, 'GET', '/edge/client/v1/current-identity', { token })).statusCode).toBe(200);
+    // The session that was live when it was disabled ended with it, as in the established controller.
+    expect((await call(t, 'GET', '/edge/client/v1/current-identity', { token })).statusCode).toBe(401);
   });
 
   it('enable of an identity that is not disabled is harmless', async () => {

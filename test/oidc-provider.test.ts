@@ -309,8 +309,9 @@ describe('refresh', () => {
     expect([narrowed.scope, decodeJwt(narrowed.access_token).payload.scope]).toEqual(['openid', 'openid']);
     const kept = await refresh(narrowed.refresh_token!, ' openid  offline_access ');
     expect(kept.scope).toBe('openid offline_access');
+    // Disabling ends the identity's API sessions, and their grants with them.
     expect((await call(t, 'POST', `${MGMT}/identities/${u.id}/disable`, { token: await asAdmin(t), body: { durationMinutes: 0 } })).statusCode).toBe(200);
-    await expectRefused(() => refresh(kept.refresh_token!), 'invalid_grant', 'the identity is disabled or no longer exists');
+    await expectRefused(() => refresh(kept.refresh_token!), 'invalid_grant', 'the grant of the refresh token has been revoked');
   });
 
   it('a refresh keeps the API session alive: it is touched, and held while the grant lives', async () => {

@@ -19,16 +19,36 @@ export async function authPolicyRules(policies: Repository, ex: Executor, policy
 }
 
 /**
- * Disables an identity inside a write, from `now` for `minutes` (0: until enabled); answers false
- * when there is no such identity.
+ * Disables an identity inside a write, from `now` for `minutes` (0: until enabled), and ends its API
+ * sessions, as the established controller does: one stolen before stays dead after the identity is
+ * enabled again. Answers false when there is no such identity.
  */
 export async function markDisabled(ctx: WriteContext, id: string, now: number, minutes: number): Promise<boolean> {
-  return ctx.update('identities', id, {
+  const found = await ctx.update('identities', id, {
     disabled: true,
     disabledAt: iso(now),
     disabledUntil: minutes > 0 ? iso(now + minutes * 60_000) : null,
     updatedAt: ctx.now,
   });
+  if (found) await endApiSessions(ctx, { identityId: id });
+  return found;
+}
+
+/**
+ * Ends API sessions, legacy and OIDC alike, in the caller's write: the one with `id`, or those of
+ * an identity (made at or before `madeBy`, when given). Their sessions and refresh grants go with
+ * them (the foreign keys cascade), and every cache holding one hears of its end from the change feed
+ * before the write is answered.
+ */
+export async function endApiSessions(ctx: Pick<WriteContext, 'tx' | 'changed'>, which: { id: string } | { identityId: string; madeBy?: string }): Promise<void> {
+  let query = ctx.tx.deleteFrom('api_sessions');
+  if ('id' in which) query = query.where('id', '=', which.id);
+  else {
+    query = query.where('identity_id', '=', which.identityId);
+    if (which.madeBy !== undefined) query = query.where('created_at', '<=', which.madeBy);
+  }
+  const ended = await query.returning(['id', 'identity_id']).execute();
+  for (const row of ended) ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(row.id), ownerId: String(row.identity_id) });
 }
 
 /** Starts the count of wrong passwords again on every authenticator of an identity. */

@@ -5,6 +5,7 @@ import { checkRedirectUriPattern } from '../config/address.js';
 import type { ApiBinding, ListenerConfig } from '../config/index.js';
 import { fieldError, notFound } from '../errors.js';
 import { newId } from '../ids.js';
+import { endApiSessions } from '../auth/lockout.js';
 import { fingerprintOfPem } from '../pki/index.js';
 import type { Entity } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
@@ -44,19 +45,12 @@ async function assertMayRevoke(ctx: WriteContext, type: unknown, id: string): Pr
 /**
  * Ends the API sessions a revocation reaches (behaviour.md §6), legacy and OIDC alike, in the
  * revocation's own transaction: API_SESSION the one it names, IDENTITY every one of that identity
- * created at or before the revocation, so a later login works. Their sessions and refresh grants go
- * with them (the foreign keys cascade); every cache that holds one hears of its end from the change
- * feed before the revocation is answered. Ending them, rather than checking each legacy token against
- * the revocations, leaves nothing of them behind to be checked.
+ * created at or before the revocation, so a later login works. Ending them, rather than checking each
+ * legacy token against the revocations, leaves nothing of them behind to be checked.
  */
 async function endRevokedApiSessions(ctx: WriteContext, type: unknown, id: string): Promise<void> {
-  if (type !== 'API_SESSION' && type !== 'IDENTITY') return;
-  let query = ctx.tx.deleteFrom('api_sessions');
-  query = type === 'API_SESSION' ? query.where('id', '=', id) : query.where('identity_id', '=', id).where('created_at', '<=', ctx.now);
-  const ended = await query.returning(['id', 'identity_id']).execute();
-  for (const row of ended) {
-    ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(row.id), ownerId: String(row.identity_id) });
-  }
+  if (type === 'API_SESSION') await endApiSessions(ctx, { id });
+  else if (type === 'IDENTITY') await endApiSessions(ctx, { identityId: id, madeBy: ctx.now });
 }
 
 /** A new revocation is stamped with the moment it may be forgotten, and ends what it revokes. */
