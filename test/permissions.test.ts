@@ -397,6 +397,7 @@ describe('authenticators are for admins only', () => {
     for (const [method, path, body] of [
       ['GET', 'authenticators', undefined],
       ['GET', `authenticators/${authenticator}`, undefined],
+      ['GET', `identities/${alice.id}/authenticators`, undefined],
       ['PATCH', `authenticators/${authenticator}`, { password: 'hijacked-pw1' }],
       ['PUT', `authenticators/${authenticator}`, { username: 'alice-taken', password: 'hijacked-pw1' }],
       ['POST', 'authenticators', { method: 'updb', identityId: alice.id, username: 'alice-backdoor', password: 'hijacked-pw1' }],
@@ -411,6 +412,7 @@ describe('authenticators are for admins only', () => {
     await createIdentityWithPassword(t, admin, { name: 'auth-reader', username: 'auth-reader', password: 'auth-reader-pw', permissions: ['admin_readonly'] });
     const reader = await login(t, 'auth-reader', 'auth-reader-pw');
     expect((await call(t, 'GET', `${MGMT}/authenticators/${authenticator}`, { token: reader })).statusCode).toBe(200);
+    expect((await call(t, 'GET', `${MGMT}/identities/${alice.id}/authenticators`, { token: reader })).statusCode).toBe(200);
   });
 });
 

@@ -129,9 +129,10 @@ describe("the controller's relations", () => {
     });
     expect(of('config-types/configs')).toEqual({ operationId: 'listConfigsForConfigType', permission: 'config', via: 'reference', column: 'config_type_id' });
     expect(of('services/terminators')).toEqual({ operationId: 'listServiceTerminators', permission: 'terminator', via: 'reference', column: 'service_id' });
+    // Authenticators are for admins: an identity's list is no path around that.
     expect(of('identities/authenticators')).toEqual({
       operationId: 'getIdentityAuthenticators',
-      permission: 'identity',
+      permission: null,
       via: 'reference',
       column: 'identity_id',
     });
@@ -300,13 +301,13 @@ describe('link lists, derived from declarations', () => {
 });
 
 describe('related lists by reference, derived from declarations', () => {
-  it("read the child's reference column, and take the child's permission or, declared so, the parent's", () => {
+  it("read the child's reference column, and take the child's permission", () => {
     const r = deriveRelations([
       {
         ...users,
         related: [
           { collection: 'badges', by: 'user', operationId: 'listUserBadges' },
-          { collection: 'devices', by: 'owner', permission: 'parent', operationId: 'listUserDevices' },
+          { collection: 'devices', by: 'owner', operationId: 'listUserDevices' },
         ],
       },
       { ...badges(), permission: 'badge' },
@@ -314,7 +315,7 @@ describe('related lists by reference, derived from declarations', () => {
     ]);
     expect(r.related.map((x) => [x.parent, x.child, x.via, x.permission, x.via === 'reference' ? [x.field, x.column] : null])).toEqual([
       ['users', 'badges', 'reference', 'badge', ['user', 'user_id']],
-      ['users', 'devices', 'reference', 'service', ['owner', 'owner']],
+      ['users', 'devices', 'reference', 'device', ['owner', 'owner']],
     ]);
   });
 

@@ -45,7 +45,7 @@ export const identities = defineResource({
     { collection: 'edge-routers', through: 'edge-router-policies', operationId: 'listIdentityEdgeRouters' },
     { collection: 'service-policies', operationId: 'listIdentityServicePolicies' },
     { collection: 'services', through: 'service-policies', policyType: true, operationId: 'listIdentityServices' },
-    { collection: 'authenticators', by: 'identityId', permission: 'parent', operationId: 'getIdentityAuthenticators' },
+    { collection: 'authenticators', by: 'identityId', operationId: 'getIdentityAuthenticators' },
     { collection: 'enrollments', by: 'identityId', operationId: 'getIdentityEnrollments' },
   ],
   fields: {

@@ -124,11 +124,6 @@ export interface RelatedListDef {
   through?: string;
   /** Takes `policyType=dial|bind`: only policies of that `type` relate them. */
   policyType?: boolean;
-  /**
-   * `parent`: reading the list takes the read permission of the entity it is of, not of the listed
-   * collection, as what it lists belongs to that entity (an identity's authenticators).
-   */
-  permission?: 'parent';
 }
 
 /**

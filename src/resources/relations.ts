@@ -237,7 +237,8 @@ export function deriveRelations(defs: readonly ResourceDef[]): Relations<Relatio
         child: rel.collection,
         operationId: rel.operationId,
         policyType: rel.policyType === true,
-        permission: rel.permission === 'parent' ? parent.permission : child.permission,
+        // Reading a related list takes the read permission of what it lists.
+        permission: child.permission,
       };
       const links = linkLists.filter(
         (l) => (l.collection === parent.name && l.holds === child.name) || (l.collection === child.name && l.holds === parent.name),
