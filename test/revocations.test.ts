@@ -109,13 +109,17 @@ describe('create and read', () => {
     expect(listed.meta.pagination.totalCount).toBe(1);
   });
 
-  it('refuses the id of a revocation in force under another type, naming id', async () => {
+  // An attack that worked: a JTI revocation of one's own identity id (or API session id) made the
+  // IDENTITY (or API_SESSION) revocation of it a 400 for a day.
+  it('replaces a revocation in force named with another type, as a new one', async () => {
     const id = fresh();
-    expect((await revoke(admin, { id, type: 'IDENTITY' })).statusCode).toBe(201);
-    const body = expectError(await revoke(admin, { id, type: 'JTI' }), 400, 'COULD_NOT_VALIDATE', 'id');
-    expect(body.error.cause).toMatchObject({ value: id, reason: 'already revoked as IDENTITY' });
+    expect((await revoke(admin, { id, type: 'JTI', tags: { by: 'someone' } })).statusCode).toBe(201);
+    t.clock.advance(1_000);
+    const res = await revoke(admin, { id, type: 'IDENTITY' });
+    expect(res.statusCode, res.body).toBe(201);
     const got = json(await call(t, 'GET', `${MGMT}/revocations/${id}`, { token: admin })).data;
-    expect(got.type).toBe('IDENTITY');
+    expect(got).toMatchObject({ type: 'IDENTITY', tags: {}, createdAt: new Date(t.clock()).toISOString() });
+    expect(t.app.core.revocations.isRevoked('IDENTITY', id, t.clock() - 1)).toBe(true);
   });
 
   it.each([
@@ -323,9 +327,11 @@ describe('the in-memory view', () => {
       expect((await revoke(admin, { id: after, type: 'JTI' })).statusCode).toBe(201);
       expect(view.isRevoked('JTI', after)).toBe(true);
 
+      // named with another type, it is replaced there too
+      expect((await revoke(admin, { id: after, type: 'IDENTITY' })).statusCode).toBe(201);
+      expect([view.isRevoked('IDENTITY', after, 0), view.isRevoked('JTI', after)]).toEqual([true, false]);
       // a refused write never reaches the view
-      expectError(await revoke(admin, { id: after, type: 'IDENTITY' }), 400, 'COULD_NOT_VALIDATE', 'id');
-      expect(view.isRevoked('IDENTITY', after, 0)).toBe(false);
+      expectError(await revoke(admin, { id: fresh('refused'), type: 'IDENTITY', tags: { n: 1 } }), 400, 'COULD_NOT_VALIDATE', 'tags.n');
 
       // naming it again revokes what was issued since, too
       t.clock.advance(10 * MINUTE);
@@ -515,16 +521,19 @@ describe('ending API sessions (behaviour.md §6)', () => {
     await expectLive(await loggedIn(erin));
   });
 
-  it('a revocation that is refused ends nothing', async () => {
+  it('a revocation that is refused ends nothing; one that replaces another of its id ends what it names', async () => {
     const frank = await person();
     const live = await loggedIn(frank);
-    // The API session's id already revoked as a JTI: naming it as an API_SESSION is refused.
-    expect((await revoke(admin, { id: live.apiSession, type: 'JTI' })).statusCode).toBe(201);
-    expectError(await revoke(admin, { id: live.apiSession, type: 'API_SESSION' }), 400, 'COULD_NOT_VALIDATE', 'id');
+    expectError(await revoke(admin, { id: live.apiSession, type: 'API_SESSION', tags: { n: 1 } }), 400, 'COULD_NOT_VALIDATE', 'tags.n');
     await expectLive(live);
     // Without the permission to revoke, nothing is revoked either.
     expectError(await revoke(live.token, { id: frank.id, type: 'IDENTITY' }), 401, 'UNAUTHORIZED');
     await expectLive(live);
+    // The API session's id revoked as a JTI first: the API_SESSION revocation replaces it and ends the session.
+    expect((await revoke(admin, { id: live.apiSession, type: 'JTI' })).statusCode).toBe(201);
+    await expectLive(live);
+    expect((await revoke(admin, { id: live.apiSession, type: 'API_SESSION' })).statusCode).toBe(201);
+    expect(await apiSessionsOf(frank.id)).toEqual([]);
   });
 
   it('many concurrent requests of a revoked identity all fail once the revocation is answered', async () => {

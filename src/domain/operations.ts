@@ -71,9 +71,9 @@ export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviou
  * Creates a revocation, or renews the one that already holds this id: revoking an identity or an
  * API session again must also catch the tokens issued since the first time. A renewal takes effect
  * at its write time (its updatedAt, the moment tokens issued until then are revoked) and is kept
- * the full lifetime from then, and ends the API sessions created since. A revocation still in force
- * keeps its type: naming its id with another type is refused (400 naming `id`); an expired one is
- * replaced whatever its type.
+ * the full lifetime from then, and ends the API sessions created since. Named with another type, or
+ * expired, it is replaced, as the established controller replaces it: a JTI revocation a caller made
+ * of its own identity's id once stood in the way of revoking that identity.
  */
 export async function revoke(
   resources: Resources,
@@ -88,12 +88,11 @@ export async function revoke(
     const prev = await service.repo.get(ctx.tx, id);
     if (!prev) throw fieldError('id', 'was revoked and removed while this revocation was written', id);
     await assertMayRevoke(ctx, body.type, id);
-    const expired = typeof prev.expiresAt === 'string' && prev.expiresAt <= ctx.now;
-    if (!expired && prev.type !== body.type) throw fieldError('id', `already revoked as ${String(prev.type)}`, id);
+    const replaced = (typeof prev.expiresAt === 'string' && prev.expiresAt <= ctx.now) || prev.type !== body.type;
     const values: Record<string, unknown> = {
       type: body.type,
-      tags: body.tags === undefined ? (expired ? {} : prev.tags) : (body.tags ?? {}),
-      ...(expired ? { createdAt: ctx.now } : {}),
+      tags: body.tags === undefined ? (replaced ? {} : prev.tags) : (body.tags ?? {}),
+      ...(replaced ? { createdAt: ctx.now } : {}),
       updatedAt: ctx.now,
       expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
     };
