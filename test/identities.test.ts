@@ -632,7 +632,10 @@ describe('disable and enable', () => {
 
     t.clock.advance(9 * MINUTE);
     expectError(await authenticate(t, 'dis-10', 'dis-10-pass', { remoteAddress: '10.3.0.2' }), 401, 'INVALID_AUTH');
+    expect((await get(id)).disabled).toBe(true);
     t.clock.advance(1 * MINUTE);
+    // Its time passed: it reads as enabled (it read disabled: true until the next write).
+    expect(await get(id)).toMatchObject({ disabled: false, disabledUntil: new Date(now + 10 * MINUTE).toISOString() });
     const fresh = await login(t, 'dis-10', 'dis-10-pass');
     expect((await call(t, 'GET', '/edge/client/v1/current-identity', { token: fresh })).statusCode).toBe(200);
     // The session that was live when it was disabled ended with it, as in the established controller.

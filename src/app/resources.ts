@@ -46,7 +46,7 @@ type BehaviourOfEach = { [N in ResourceName]?: ResourceBehaviour<ResourceDefOf<N
 function domainBehaviours(resources: Resources, deps: ResourceDeps): BehaviourOfEach {
   return {
     'auth-policies': authPolicyBehaviour(),
-    identities: identityBehaviour(deps.enrollmentTokens, resources),
+    identities: identityBehaviour(deps.enrollmentTokens, resources, deps.clock),
     cas: caBehaviour(deps.networkCaPems),
     enrollments: enrollmentBehaviour(deps.enrollmentTokens, resources),
     authenticators: authenticatorBehaviour(),

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { ApiError, notFound } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
+import { isDisabledAt } from '../auth/identity-directory.js';
 import { endMfaPasses } from '../auth/mfa.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
@@ -34,7 +35,7 @@ export const IdentityEnrollmentsSchema = Type.Object({
  * name, read as clients of this interface decode it), its authenticators, API sessions and pending
  * enrollments, and `appData` as an object even where none was given.
  */
-const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => computed<typeof identities>(
+const identityReadFields = (tokens: EnrollmentTokens, resources: Resources, clock: Clock) => computed<typeof identities>(
   {
     type: EntityRefSchema,
     typeId: Type.String(),
@@ -88,6 +89,9 @@ const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => c
           ...(cert ? { cert: { id: cert.id, fingerprint: cert.fingerprint } } : {}),
         },
         hasApiSession: withSession.has(e.id),
+        // Read as it is now: a disablement whose time has passed no longer holds (the stored flag
+        // stays until the next write), as in the established controller.
+        disabled: isDisabledAt({ disabled: e.disabled === true, disabledUntil: typeof e.disabledUntil === 'string' ? Date.parse(e.disabledUntil) : null }, clock()),
         isMfaEnabled: withMfa.has(e.id),
         hasEdgeRouterConnection: false,
         edgeRouterConnectionStatus: 'offline',
@@ -100,7 +104,7 @@ const identityReadFields = (tokens: EnrollmentTokens, resources: Resources) => c
  * The behaviour of identities. `tokens` makes the tokens and JWTs of the enrollments an identity is
  * created with and reads with; `resources` is the controller's.
  */
-export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources): ResourceBehaviour<typeof identities> {
+export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources, clock: Clock): ResourceBehaviour<typeof identities> {
   return {
     async validate(ctx, next, prev) {
       if (prev) await assertMayManage(ctx, prev.id);
@@ -141,7 +145,7 @@ export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources
         throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
       }
     },
-    computed: [identityReadFields(tokens, resources)],
+    computed: [identityReadFields(tokens, resources, clock)],
   };
 }
 
