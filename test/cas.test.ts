@@ -81,6 +81,8 @@ describe('CA records', () => {
       tags: { team: 'pki' },
     });
     expect(ca.verificationToken).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Its verification and enrollment JWT are linked (behaviour.md §1).
+    expect(ca._links).toEqual({ self: { href: `./cas/${id}` }, verify: { href: `./cas/${id}/verify` }, jwt: { href: `./cas/${id}/jwt` } });
     const other = await detail(await createCa('records-ca-2', await testCa('records CA 2')));
     expect(other.verificationToken).not.toBe(ca.verificationToken);
 

@@ -43,6 +43,8 @@ export const cas = defineResource({
   table: 'cas',
   permission: 'ca',
   operationIds: { get: 'detailCa', create: 'createCa', update: 'updateCa', patch: 'patchCa', delete: 'deleteCa' },
+  // behaviour.md §1: its verification (POST) and its enrollment JWT.
+  links: ['verify', 'jwt'],
   fields: {
     name: field.name(),
     certPem: field.string('the PEM certificate of the CA', { required: 'create', createOnly: true, minLength: 1, maxLength: MAX_CERT_PEM, filterable: false }),
