@@ -1,9 +1,11 @@
 // Controller settings on the Management API: CRUD under the controller id they apply to, the
-// validation of their OIDC URIs, and the effective setting (built-in < global < the controller's own).
+// validation of their OIDC URIs, and the effective setting (built-in < global < the controller's own,
+// the lists of each layer added to those below, as the OIDC provider takes them).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REDIRECT_URIS } from '../src/domain/operations.js';
+import { authorizeQuery } from './oidc-helpers.js';
 import {
   ADMIN_ENV,
   asAdmin,
@@ -233,7 +235,7 @@ describe('effective setting', () => {
   it('overlays the global setting on the built-in values', async () => {
     t.clock.advance(1_000);
     expect((await create(admin, { controllerId: 'global', oidc: { redirectUris: ['https://global.example.com/cb'] }, tags: { scope: 'all' } })).statusCode).toBe(201);
-    const expected = { redirectUris: ['https://global.example.com/cb'], postLogoutUris: BUILT_IN };
+    const expected = { redirectUris: [...BUILT_IN, 'https://global.example.com/cb'], postLogoutUris: BUILT_IN };
     const at = new Date(t.clock()).toISOString();
     expect(await effective('global')).toMatchObject({
       effective: { oidc: expected },
@@ -251,7 +253,7 @@ describe('effective setting', () => {
       (await create(admin, { controllerId, oidc: { postLogoutUris: ['https://own.example.com/bye'] } })).statusCode,
     ).toBe(201);
     expect(await effective(controllerId)).toMatchObject({
-      effective: { oidc: { redirectUris: ['https://global.example.com/cb'], postLogoutUris: ['https://own.example.com/bye'] } },
+      effective: { oidc: { redirectUris: [...BUILT_IN, 'https://global.example.com/cb'], postLogoutUris: [...BUILT_IN, 'https://own.example.com/bye'] } },
       instance: { oidc: { postLogoutUris: ['https://own.example.com/bye'] } },
       sources: ['built-in', 'global', controllerId],
     });
@@ -264,14 +266,19 @@ describe('effective setting', () => {
         .statusCode,
     ).toBe(200);
     const after = await effective(controllerId);
-    expect(after.effective.oidc).toEqual({ redirectUris: ['https://own.example.com/cb'], postLogoutUris: BUILT_IN });
+    expect(after.effective.oidc).toEqual({ redirectUris: [...BUILT_IN, 'https://global.example.com/cb', 'https://own.example.com/cb'], postLogoutUris: BUILT_IN });
+    // What it reads is what the provider takes: the patterns of every layer (it read the instance's alone).
+    for (const uri of ['http://127.0.0.1:5555/x', 'https://global.example.com/cb', 'https://own.example.com/cb']) {
+      expect((await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery({ redirect_uri: uri })}` })).statusCode, uri).toBe(302);
+    }
+    expect((await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery({ redirect_uri: 'https://other.example.com/cb' })}` })).statusCode).toBe(400);
     expect(after.updatedAt).toBe(new Date(t.clock()).toISOString());
   });
 
   it('answers for a controller id that only has a setting, and 404 for one that has neither', async () => {
     expect((await create(admin, { controllerId: 'elsewhere', oidc: { redirectUris: ['https://else.example.com/cb'] } })).statusCode).toBe(201);
     expect(await effective('elsewhere')).toMatchObject({
-      effective: { oidc: { redirectUris: ['https://else.example.com/cb'], postLogoutUris: BUILT_IN } },
+      effective: { oidc: { redirectUris: [...BUILT_IN, 'https://global.example.com/cb', 'https://else.example.com/cb'], postLogoutUris: BUILT_IN } },
       sources: ['built-in', 'global', 'elsewhere'],
     });
     expectError(await call(t, 'GET', `${MGMT}/controller-settings/unknown-controller/effective`, { token: admin }), 404, 'NOT_FOUND');
@@ -280,7 +287,7 @@ describe('effective setting', () => {
   it('falls back when a layer is removed', async () => {
     expect((await call(t, 'DELETE', `${MGMT}/controller-settings/global`, { token: admin })).statusCode).toBe(200);
     expect(await effective(controllerId)).toMatchObject({
-      effective: { oidc: { redirectUris: ['https://own.example.com/cb'], postLogoutUris: BUILT_IN } },
+      effective: { oidc: { redirectUris: [...BUILT_IN, 'https://own.example.com/cb'], postLogoutUris: BUILT_IN } },
       sources: ['built-in', controllerId],
     });
     expect(await effective('global')).toMatchObject({ instance: { oidc: {} }, createdAt: startedAt, updatedAt: startedAt, sources: ['built-in'] });

@@ -163,7 +163,8 @@ export interface BuiltInLayer {
 
 /**
  * The setting a controller runs with: the built-in values, overlaid by the `global` setting, then by
- * the controller's own setting; each layer replaces the fields it sets (a list replaces a list).
+ * the controller's own setting; each layer replaces the fields it sets, and adds to the lists below
+ * it: the OIDC provider takes the redirect and post-logout patterns of every layer (oidc/settings.ts).
  * Answers for `global`, for any id that has a setting and for any controller in the controllers
  * list (even without settings); any other id is unknown (404). The answer is an entity of its own:
  * `effective` is the merged values, `instance` what the id's own setting says (nothing without
@@ -202,13 +203,15 @@ export async function effectiveControllerSetting(resources: Resources, builtIn: 
   };
 }
 
-/** Objects merge key by key; anything else (lists included) replaces; null and absent keep the base. */
+/** Objects merge key by key; lists add what they do not hold yet; anything else replaces; null and absent keep the base. */
 function overlay(base: Record<string, unknown>, top: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(top)) {
     if (v === undefined || v === null) continue;
     const b = out[k];
-    out[k] = isObject(b) && isObject(v) ? overlay(b, v) : structuredClone(v);
+    if (isObject(b) && isObject(v)) out[k] = overlay(b, v);
+    else if (Array.isArray(b) && Array.isArray(v)) out[k] = [...new Set([...(b as unknown[]), ...structuredClone(v as unknown[])])];
+    else out[k] = structuredClone(v);
   }
   return out;
 }
