@@ -135,6 +135,9 @@ describe.each([CLIENT, MGMT])('POST %s/authenticate', (api) => {
   it('refuses bodies of the wrong shape', async () => {
     expectError(await authenticate(t, USER.username, USER.password, { api, body: { configTypes: 'x' } }), 400, 'COULD_NOT_VALIDATE', 'configTypes');
     expectError(await authenticate(t, USER.username, USER.password, { api, body: { envInfo: { arch: 7 } } }), 400, 'COULD_NOT_VALIDATE', 'envInfo.arch');
+    const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`key${i}`, 'x']));
+    expectError(await authenticate(t, USER.username, USER.password, { api, body: { sdkInfo: many } }), 400, 'COULD_NOT_VALIDATE', 'sdkInfo');
+    expectError(await authenticate(t, USER.username, USER.password, { api, body: { envInfo: { extra: { nested: 1 } } } }), 400, 'COULD_NOT_VALIDATE', 'envInfo.extra');
     const res = await call(t, 'POST', `${api}/authenticate?method=password`, {
       body: '{"username":',
       headers: { 'content-type': 'application/json' },
@@ -179,6 +182,16 @@ describe('the login', () => {
     const detail = json(await call(t, 'GET', `${MGMT}/identities/${user.id}`, { token: await asAdmin(t) })).data;
     expect(detail.envInfo).toEqual(envInfo);
     expect(detail.sdkInfo).toEqual(sdkInfo);
+  });
+
+  // A newer SDK reporting a key the interface does not name was refused its login.
+  it('takes reports with keys beyond those named, and keeps the named ones only', async () => {
+    const res = await authenticate(t, USER.username, USER.password, {
+      body: { envInfo: { os: 'linux', kernel: '6.8', containerized: true }, sdkInfo: { type: 'ziti-sdk-c', version: '1.0.0', build: 42, flavour: null } },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const me = json(await call(t, 'GET', `${CLIENT}/current-identity`, { token: json(res).data.token as string })).data;
+    expect([me.envInfo, me.sdkInfo]).toEqual([{ os: 'linux' }, { type: 'ziti-sdk-c', version: '1.0.0' }]);
   });
 
   it('puts the expiry headers on every authenticated answer', async () => {

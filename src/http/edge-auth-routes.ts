@@ -1,6 +1,6 @@
 // Routes both Edge APIs share: authenticate, the current API session and the current identity
 // with its own authenticators (their changes, and the extension of a certificate one).
-import { Type } from '@sinclair/typebox';
+import { Type, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError, fieldError } from '../errors.js';
@@ -9,7 +9,7 @@ import { checkCurrentPassword, login, LOGIN_METHODS, type LoginMethod } from '..
 import { certExtensionFlagsOf, sessionAnswer, SessionAnswerSchema } from '../domain/api-sessions.js';
 import { secondFactorOutstanding } from '../auth/ext-jwt-factor.js';
 import { changeOwnAuthenticator, listOwnAuthenticators, ownAuthenticatorAnswer } from '../domain/authenticators.js';
-import { EnvInfoSchema, SdkInfoSchema } from '../resources/identities.js';
+import { ENV_INFO_KEYS, EnvInfoSchema, SDK_INFO_KEYS, SdkInfoSchema } from '../resources/identities.js';
 import { patchSchema, updateSchema, MAX_NAME } from '../resources/kit.js';
 import { authenticators as authenticatorsDef, MAX_CERT_PEM } from '../resources/authenticators.js';
 import { MAX_CSR_PEM } from '../pki/index.js';
@@ -28,16 +28,33 @@ import {
   ListQuerySchema,
 } from './resource-routes.js';
 
+/**
+ * What a client reports of itself at login: the keys the interface names, checked as stored, and any
+ * others a newer SDK sends, bounded and then dropped (the established controller ignores them; a
+ * refusal would keep that SDK from logging in).
+ */
+const reported = (known: TObject) =>
+  Type.Object(known.properties, {
+    additionalProperties: Type.Union([Type.String({ maxLength: 255 }), Type.Number(), Type.Boolean(), Type.Null()]),
+    maxProperties: 32,
+  });
+
 const AuthenticateBody = Type.Object(
   {
     username: Type.Optional(Type.String({ minLength: 4, maxLength: 100 })),
     password: Type.Optional(Type.String({ minLength: 5, maxLength: 100 })),
     configTypes: Type.Optional(Type.Array(Type.String({ maxLength: MAX_NAME }), { maxItems: 100 })),
-    envInfo: Type.Optional(EnvInfoSchema),
-    sdkInfo: Type.Optional(SdkInfoSchema),
+    envInfo: Type.Optional(reported(EnvInfoSchema)),
+    sdkInfo: Type.Optional(reported(SdkInfoSchema)),
   },
   { additionalProperties: true, title: 'authenticate' },
 );
+
+/** The keys of a report the interface names. */
+function known(report: Record<string, unknown> | undefined, keys: readonly string[]): Record<string, string> | undefined {
+  if (!report) return undefined;
+  return Object.fromEntries(keys.filter((k) => typeof report[k] === 'string').map((k) => [k, report[k] as string]));
+}
 
 const AuthenticateQuery = Type.Object({ method: Type.Optional(Type.String({ maxLength: 32 })) }, { additionalProperties: true });
 
@@ -81,8 +98,8 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
         username?: string;
         password?: string;
         configTypes?: string[];
-        envInfo?: Record<string, string>;
-        sdkInfo?: Record<string, string>;
+        envInfo?: Record<string, unknown>;
+        sdkInfo?: Record<string, unknown>;
       };
       if (method === 'password') {
         if (body.username === undefined) throw fieldError('username', 'is required');
@@ -96,8 +113,8 @@ export function edgeAuthRoutes(server: FastifyInstance, core: Core): void {
         bearer: bearerToken(request.headers.authorization),
         ipAddress: request.ip,
         configTypes: [...new Set(body.configTypes ?? [])],
-        envInfo: body.envInfo,
-        sdkInfo: body.sdkInfo,
+        envInfo: known(body.envInfo, ENV_INFO_KEYS),
+        sdkInfo: known(body.sdkInfo, SDK_INFO_KEYS),
       });
       reply.header('overlay-session', result.token).header('cache-control', 'no-store');
       expiryHeaders(core, reply, result.session);
