@@ -3,7 +3,7 @@
 import { PrimaryReadSchema, type authPolicies, type AuthPolicyRules } from '../resources/auth-policies.js';
 import { authPolicyRules } from '../auth/lockout.js';
 import type { Executor } from '../store/store.js';
-import { adminOnly, byDelegate, isPrivileged } from './delegates.js';
+import { adminOnly, byDelegate, privilegedPolicies } from './delegates.js';
 import { ApiError } from '../errors.js';
 import { checkNamedSigners } from './external-jwt-signers.js';
 import { computed, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
@@ -11,19 +11,6 @@ import { computed, type ResourceBehaviour, type Resources, type WriteContext } f
 /** The rules of an identity's auth policy (the default policy when it names none). */
 export function policyRules(resources: Resources, ex: Executor, policyId: string | null | undefined): Promise<AuthPolicyRules> {
   return authPolicyRules(resources.get('auth-policies').repo, ex, policyId);
-}
-
-/** Whether an admin, or an identity holding permissions other than the caller, logs in under the policy. */
-async function usedByPrivileged(ctx: WriteContext, policyId: string): Promise<boolean> {
-  const { dialect } = ctx.resources.store;
-  const identities = ctx.resources.get('identities').repo;
-  const rows = await ctx.tx
-    .selectFrom('identities')
-    .selectAll()
-    .where('auth_policy_id', '=', policyId)
-    .where((eb) => eb.or([eb('is_admin', '=', dialect.toDb('boolean', true) as number), eb('permissions', '!=', dialect.toDb('json', []) as string)]))
-    .execute();
-  return rows.map((r) => identities.fromRow(r)).some((i) => isPrivileged(i) && i.id !== ctx.actor?.id);
 }
 
 /** `primary` with its signer list a list: a null one (written so, or stored so before) means none. */
@@ -47,7 +34,7 @@ const primaryAsRead = computed({ primary: PrimaryReadSchema }, async (_ex, entit
  */
 export function authPolicyBehaviour(): ResourceBehaviour<typeof authPolicies> {
   const guard = async (ctx: WriteContext, policyId: string) => {
-    if (byDelegate(ctx) && (await usedByPrivileged(ctx, policyId))) throw adminOnly('change the auth policy of an admin or an identity holding permissions');
+    if (byDelegate(ctx) && (await privilegedPolicies(ctx)).has(policyId)) throw adminOnly('change the auth policy of an admin or an identity holding permissions');
   };
   return {
     async validate(ctx, next, prev) {

@@ -26,6 +26,22 @@ export function isPrivileged(identity: { isAdmin?: unknown; permissions?: unknow
   return identity.isAdmin === true || (Array.isArray(identity.permissions) && identity.permissions.length > 0);
 }
 
+/**
+ * The auth policies that admins and identities holding permissions, other than the caller, log in
+ * under: what a delegate may not change (their policy, a signer it takes).
+ */
+export async function privilegedPolicies(ctx: WriteContext): Promise<Set<string>> {
+  const { dialect } = ctx.resources.store;
+  const identities = ctx.resources.get('identities').repo;
+  const rows = await ctx.tx
+    .selectFrom('identities')
+    .selectAll()
+    .where((eb) => eb.or([eb('is_admin', '=', dialect.toDb('boolean', true) as number), eb('permissions', '!=', dialect.toDb('json', []) as string)]))
+    .execute();
+  const others = rows.map((r) => identities.fromRow(r)).filter((i) => isPrivileged(i) && i.id !== ctx.actor?.id);
+  return new Set(others.map((i) => String(i.authPolicyId)));
+}
+
 export async function isAdminIdentity(ctx: WriteContext, identityId: string): Promise<boolean> {
   const target = await ctx.resources.get('identities').repo.get(ctx.tx, identityId);
   return target?.isAdmin === true;

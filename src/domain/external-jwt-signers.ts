@@ -13,7 +13,7 @@ import type { Executor } from '../store/store.js';
 import type { ListQuery } from '../store/repository.js';
 import type { Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { singleCertificate } from './certificate-field.js';
-import { adminOnly, byDelegate, isPrivileged } from './delegates.js';
+import { adminOnly, byDelegate, privilegedPolicies } from './delegates.js';
 
 type Signer = EntityOf<'external-jwt-signers'>;
 
@@ -102,20 +102,7 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
  */
 async function assertMayWriteSigner(ctx: WriteContext, signerId: string): Promise<void> {
   if (!byDelegate(ctx)) return;
-  const identities = ctx.resources.get('identities').repo;
-  const rows = await ctx.tx
-    .selectFrom('identities')
-    .selectAll()
-    .where((eb) =>
-      eb.or([
-        eb('is_admin', '=', ctx.resources.store.dialect.toDb('boolean', true) as number),
-        eb('permissions', '!=', ctx.resources.store.dialect.toDb('json', []) as string),
-      ]),
-    )
-    .execute();
-  const others = rows.map((r) => identities.fromRow(r)).filter((i) => isPrivileged(i) && i.id !== ctx.actor!.id);
-  const policyIds = new Set(others.map((i) => String(i.authPolicyId)));
-  for (const policyId of policyIds) {
+  for (const policyId of await privilegedPolicies(ctx)) {
     const row = await ctx.tx.selectFrom('auth_policies').select(['primary', 'secondary']).where('id', '=', policyId).executeTakeFirst();
     if (!row) continue;
     const takes = loginRefusal(parsed(row.primary), signerId, 'token') === undefined || parsed(row.secondary).requireExtJwtSigner === signerId;
