@@ -86,6 +86,15 @@ describe('GET /current-api-session/service-updates', () => {
     expect(await marker(tokens.alice!)).toBe(first);
   });
 
+  it('tells, on the first call of an API session, of a change made since it began', async () => {
+    const session = await net.login(alice);
+    const created = Date.parse(ok(await client(t, 'GET', '/current-api-session', session)).createdAt as string);
+    t.clock.advance(2_000);
+    await net.patch('services', ids.web!, { maxIdleTimeMillis: 45_000 });
+    // It answered the session's start, which a client that listed its services then takes as no change.
+    expect(Date.parse(await marker(session))).toBe(created + 2_000);
+  });
+
   it('answers 401 without a credential', async () => {
     const res = await client(t, 'GET', '/current-api-session/service-updates');
     expectMissingCredential(res);

@@ -30,6 +30,9 @@ interface MarkerState {
  * API session, and moves only the markers of callers whose list it changed. Posture checks that
  * pass or fail with time alone (an MFA timeout) move it when it is next taken, not at that moment.
  *
+ * The first answer of an API session is the latest of its start and of the changes since that may
+ * have altered its list: it may tell of a change that altered nothing, never miss one.
+ *
  * A marker's time is history the store does not hold, so a reset keeps it (and the fingerprint it
  * belongs to) and only makes every marker take its fingerprint again; an API session's marker goes
  * with the session.
@@ -63,7 +66,10 @@ export class ServiceUpdateMarkers implements Cache {
     if (prev && prev.key === key) return iso(prev.at);
     const fingerprint = await this.fingerprint(caller);
     let at: number;
-    if (!prev) at = Math.max(caller.sessionCreatedAt, this.since);
+    // An API session's first answer: what its list was before is not known, so a change since the
+    // session began that may have altered the list counts (a client that listed its services, then
+    // saw a change before it first asked, must not keep the old list).
+    if (!prev) at = Math.max(caller.sessionCreatedAt, this.since, global.at, identity.at, posture.at, caller.mfaPassedAt ?? 0);
     else if (prev.fingerprint === fingerprint) at = prev.at;
     else at = Math.max(prev.at + 1, global.at, identity.at, posture.at);
     // A change that lands while the fingerprint is taken is seen at the next call (the key is older).
