@@ -466,6 +466,20 @@ describe('ending API sessions (behaviour.md §6)', () => {
     expect(await apiSessionsOf(alice.id)).toEqual([later.apiSession]);
   });
 
+  it('IDENTITY ends an API session of a login that raced it: committed after it, dated before it', async () => {
+    const hank = await person();
+    const revokedAt = t.clock();
+    expect((await revoke(admin, { id: hank.id, type: 'IDENTITY' })).statusCode).toBe(201);
+    // The login took its time before the revocation and queued its write behind it.
+    t.clock.set(revokedAt - 1);
+    const raced = await net.login(hank);
+    const res = await client(t, 'GET', '/current-api-session', raced);
+    expectError(res, 401, 'UNAUTHORIZED');
+    expect(res.headers['www-authenticate']).toBe(CHALLENGE_SESSION_INVALID);
+    t.clock.set(revokedAt + 1_000);
+    await expectLive(await loggedIn(hank));
+  });
+
   it('IDENTITY named again ends the API sessions created since', async () => {
     const carol = await person();
     expect((await revoke(admin, { id: carol.id, type: 'IDENTITY' })).statusCode).toBe(201);

@@ -62,6 +62,11 @@ export async function resolvePrincipal(core: Core, request: FastifyRequest): Pro
     if (core.identities.isDisabled(identity)) {
       throw unauthorized('the identity is disabled', CHALLENGE.sessionInvalid);
     }
+    // A revocation ends the API sessions it names as it commits; a login that raced it commits
+    // after it, dated before it, and is judged here as a bearer token is.
+    if (core.revocations.isRevoked('IDENTITY', identity.id, session.createdAt) || core.revocations.isRevoked('API_SESSION', session.id, session.createdAt)) {
+      throw unauthorized('the session token is invalid or expired', CHALLENGE.sessionInvalid);
+    }
     return { identity, session };
   }
   const bearer = bearerToken(authorization);
