@@ -71,6 +71,7 @@ export async function resetWrongPasswords(ctx: WriteContext, identityId: string)
  * identity that is disabled already count nothing. Answers the id of the identity it locked.
  */
 export async function countWrongPassword(kernel: Kernel, clock: Clock, authenticatorId: string): Promise<string | undefined> {
+  // Never refused for a full write queue: a guess that went uncounted would escape the lockout.
   return kernel.write(async (ctx) => {
     const owner = await ctx.tx
       .selectFrom('authenticators')
@@ -95,7 +96,7 @@ export async function countWrongPassword(kernel: Kernel, clock: Clock, authentic
     await resetWrongPasswords(ctx, identity.id);
     await markDisabled(ctx, identity.id, now, lockoutDurationMinutes);
     return identity.id;
-  });
+  }, undefined, { bounded: false });
 }
 
 /** A right password ends a run of wrong ones: the count starts again. */

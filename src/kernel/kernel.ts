@@ -128,9 +128,10 @@ export class Kernel {
    * disk: while one commit is flushed the next is made, and writes are answered in commit order.
    * (So a read may see a commit a moment before it is on disk; no write is answered before.)
    */
-  write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor): Promise<T> {
+  write<T>(fn: (ctx: WriteContext) => Promise<T>, actor?: Actor, opts: WriteOptions = {}): Promise<T> {
     const origin = this.origins.getStore();
-    if (origin) {
+    const bounded = origin !== undefined && opts.bounded !== false;
+    if (bounded) {
       if (this.queuedFromRequests >= this.maxQueuedWrites) {
         return Promise.reject(
           new ApiError('SERVER_TOO_MANY_REQUESTS', 'too many writes are waiting; try again later', undefined, {
@@ -141,7 +142,7 @@ export class Kernel {
       this.queuedFromRequests++;
     }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, actor, origin, resolve: resolve as (value: unknown) => void, reject } as QueuedWrite);
+      this.queue.push({ fn, actor, origin, bounded, resolve: resolve as (value: unknown) => void, reject } as QueuedWrite);
       // The drain serves every request's writes: it runs outside this one's origin, so nothing it
       // starts (listeners, work after commits) takes this request for its own.
       if (!this.draining) this.origins.exit(() => void this.drain());
@@ -177,7 +178,7 @@ export class Kernel {
           await new Promise((resolve) => setImmediate(resolve));
         }
         const batch = this.queue.splice(0, MAX_BATCH);
-        for (const write of batch) if (write.origin) this.queuedFromRequests--;
+        for (const write of batch) if (write.bounded) this.queuedFromRequests--;
         const done: { write: QueuedWrite; value: unknown; after: (() => void)[]; record: ChangeRecord }[] = [];
         const failed: { write: QueuedWrite; err: unknown }[] = [];
         const began = performance.now();
@@ -307,10 +308,20 @@ interface Audited {
   entries: AuditEntry[];
 }
 
+export interface WriteOptions {
+  /**
+   * false: a request's write that is never refused for a full queue (it still counts as the
+   * request's). For the counts of security limits, which a flood of writes must not stop.
+   */
+  bounded?: boolean;
+}
+
 interface QueuedWrite {
   fn: (ctx: WriteContext) => Promise<unknown>;
   actor: Actor | undefined;
   origin: WriteOrigin | undefined;
+  /** Counted against the queue bound while queued. */
+  bounded: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
