@@ -100,19 +100,19 @@ describe('POST /enroll/ott', () => {
 
   it('refuses CSRs it will not sign, and the enrollment stays outstanding', async () => {
     const { token, enrollmentId } = await enrolling('bad-csr-device');
-    expectError(await enrollOtt({ token }), 400, 'MISSING_OR_INVALID_CSR');
-    expectError(await enrollOtt({ token, clientCsr: 'not a csr' }), 400, 'MISSING_OR_INVALID_CSR');
-    expectError(await enrollOtt({ token, clientCsr: t.app.core.pki.signingCertPem }), 400, 'MISSING_OR_INVALID_CSR');
+    expectError(await enrollOtt({ token }), 400, 'MISSING_OR_INVALID_CSR', 'clientCsr');
+    expectError(await enrollOtt({ token, clientCsr: 'not a csr' }), 400, 'MISSING_OR_INVALID_CSR', 'clientCsr');
+    expectError(await enrollOtt({ token, clientCsr: t.app.core.pki.signingCertPem }), 400, 'MISSING_OR_INVALID_CSR', 'clientCsr');
     const pem = await csrPem();
-    expectError(await enrollOtt({ token, clientCsr: pem + pem }), 400, 'MISSING_OR_INVALID_CSR');
+    expectError(await enrollOtt({ token, clientCsr: pem + pem }), 400, 'MISSING_OR_INVALID_CSR', 'clientCsr');
     // A CSR whose signature does not match its key: the last byte of the signature changed.
     const forged = Buffer.from(new x509.Pkcs10CertificateRequest(await csrPem()).rawData);
     forged[forged.length - 1] = forged[forged.length - 1]! ^ 0x01;
     expect(() => new x509.Pkcs10CertificateRequest(forged)).not.toThrow();
-    expectError(await enrollOtt({ token, clientCsr: x509.PemConverter.encode(forged, 'CERTIFICATE REQUEST') }), 400, 'COULD_NOT_PROCESS_CSR');
+    expectError(await enrollOtt({ token, clientCsr: x509.PemConverter.encode(forged, 'CERTIFICATE REQUEST') }), 400, 'COULD_NOT_PROCESS_CSR', 'clientCsr');
     const weakRsa = { name: 'RSASSA-PKCS1-v1_5', modulusLength: 1024, publicExponent: new Uint8Array([1, 0, 1]), hash: 'SHA-256' } as const;
-    expectError(await enrollOtt({ token, clientCsr: await csrPem(weakRsa) }), 400, 'COULD_NOT_PROCESS_CSR');
-    expectError(await enrollOtt({ token, clientCsr: await csrPem({ name: 'ECDSA', namedCurve: 'P-521', hash: 'SHA-512' }) }), 400, 'COULD_NOT_PROCESS_CSR');
+    expectError(await enrollOtt({ token, clientCsr: await csrPem(weakRsa) }), 400, 'COULD_NOT_PROCESS_CSR', 'clientCsr');
+    expectError(await enrollOtt({ token, clientCsr: await csrPem({ name: 'ECDSA', namedCurve: 'P-521', hash: 'SHA-512' }) }), 400, 'COULD_NOT_PROCESS_CSR', 'clientCsr');
     expectError(await enrollOtt({ token, clientCsr: 'x'.repeat(20_000) }), 400, 'COULD_NOT_VALIDATE');
     expect((await call(t, 'GET', `${MGMT}/enrollments/${enrollmentId}`, { token: admin })).statusCode).toBe(200);
     expect((await enrollOtt({ token, clientCsr: await csrPem() })).statusCode).toBe(200);
@@ -174,7 +174,7 @@ describe('POST /enroll (generic)', () => {
       expect(json(res).data.cert).toContain('-----BEGIN CERTIFICATE-----');
     }
     const { token } = await enrolling('generic-pkcs7-junk');
-    expectError(await call(t, 'POST', `${CLIENT}/enroll?method=ott&token=${token}`, { body: 'not a csr', headers: { 'content-type': 'application/pkcs7' } }), 400, 'MISSING_OR_INVALID_CSR');
+    expectError(await call(t, 'POST', `${CLIENT}/enroll?method=ott&token=${token}`, { body: 'not a csr', headers: { 'content-type': 'application/pkcs7' } }), 400, 'MISSING_OR_INVALID_CSR', 'body');
   });
 
   it('finds the method from the token, and refuses a method the token is not for', async () => {

@@ -130,7 +130,7 @@ describe('to a certificate', () => {
   });
 
   it('refuses a CSR that is none', async () => {
-    expectError(await enroll(await idp.token('henry-tablet'), { clientCsr: 'not a csr' }), 400, 'MISSING_OR_INVALID_CSR');
+    expectError(await enroll(await idp.token('henry-tablet'), { clientCsr: 'not a csr' }), 400, 'MISSING_OR_INVALID_CSR', 'clientCsr');
     expect(await identityByExternalId('henry-tablet')).toBeUndefined();
   });
 

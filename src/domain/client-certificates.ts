@@ -24,6 +24,19 @@ export interface SignedClientCertificate {
   chainPem: string;
 }
 
+export /** A CSR read and checked; the field it came in is named when it is missing or refused. */
+async function readCsr(pem: string | undefined, field: string): Promise<CheckedCsr> {
+  if (pem === undefined || pem.trim() === '') {
+    throw new ApiError('MISSING_OR_INVALID_CSR', `${field}: a PEM certificate signing request is required`, { field, reason: 'is required' });
+  }
+  try {
+    return await checkCsrPem(pem);
+  } catch (err) {
+    if (!(err instanceof CsrProblem)) throw err;
+    throw new ApiError(err.unreadable ? 'MISSING_OR_INVALID_CSR' : 'COULD_NOT_PROCESS_CSR', `${field}: ${err.message}`, { field, reason: err.message });
+  }
+}
+
 export class ClientCertificateSigner {
   private issuer: Promise<Issuer> | undefined;
 

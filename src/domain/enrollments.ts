@@ -23,9 +23,7 @@ import { signCompact } from '../oidc/jws.js';
 import type { SigningKeys } from '../oidc/keys.js';
 import {
   certificateNames,
-  checkCsrPem,
   createClientCertificate,
-  CsrProblem,
   fingerprintOfCertificate,
   importSigningKey,
   toPem,
@@ -39,6 +37,7 @@ import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 import { assertMayManageCredentials, maySeeEnrollmentSecrets } from './delegates.js';
 import { alreadyUsed, spendToken, unknownToken } from './spent-tokens.js';
+import { readCsr } from './client-certificates.js';
 import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
 
 export type Enrollment = EntityOf<'enrollments'>;
@@ -452,16 +451,9 @@ export class Enrollments {
    * ott: a client certificate for the public key of `csrPem`, signed by the signing CA, and the
    * identity's cert authenticator for it; the enrollment is gone.
    */
-  async enrollOtt(token: string, csrPem: string | undefined): Promise<EnrolledCertificate> {
+  async enrollOtt(token: string, csrPem: string | undefined, field = 'clientCsr'): Promise<EnrolledCertificate> {
     const e = await this.outstanding(token, 'ott');
-    if (csrPem === undefined || csrPem.trim() === '') throw new ApiError('MISSING_OR_INVALID_CSR', 'a PEM certificate signing request is required');
-    let csr;
-    try {
-      csr = await checkCsrPem(csrPem);
-    } catch (err) {
-      if (!(err instanceof CsrProblem)) throw err;
-      throw new ApiError(err.unreadable ? 'MISSING_OR_INVALID_CSR' : 'COULD_NOT_PROCESS_CSR', err.message);
-    }
+    const csr = await readCsr(csrPem, field);
     const { pki } = this.opts;
     const issued = await createClientCertificate(csr.publicKey, pki.trustDomain, e.identityId, await this.signingIssuer(), new Date(this.opts.clock()));
     await this.opts.resources.write(async (ctx) => {
@@ -597,15 +589,7 @@ export class Enrollments {
       throw new ApiError('COULD_NOT_VALIDATE', `the token has no name for the identity: its claim ${nameClaim} (enrollNameClaimsSelector) is missing or not a string`);
     }
     const roleAttributes = enrollRoleAttributes(claims, signer.enrollAttributeClaimsSelector);
-    let publicKey;
-    if (toCert) {
-      try {
-        publicKey = (await checkCsrPem(csrPem)).publicKey;
-      } catch (err) {
-        if (!(err instanceof CsrProblem)) throw err;
-        throw new ApiError(err.unreadable ? 'MISSING_OR_INVALID_CSR' : 'COULD_NOT_PROCESS_CSR', err.message);
-      }
-    }
+    const publicKey = toCert ? (await readCsr(csrPem, 'clientCsr')).publicKey : undefined;
     const identityId = newId();
     const issued = publicKey
       ? await createClientCertificate(publicKey, this.opts.pki.trustDomain, identityId, await this.signingIssuer(), new Date(this.opts.clock()))

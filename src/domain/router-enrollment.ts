@@ -13,10 +13,8 @@ import type { CertificateTrust } from '../auth/cert-trust.js';
 import { iso, type Clock } from '../clock.js';
 import { ApiError, notFound } from '../errors.js';
 import {
-  checkCsrPem,
   createRouterClientCertificate,
   createRouterServerCertificate,
-  CsrProblem,
   fingerprintOfCertificate,
   importSigningKey,
   validAt,
@@ -30,6 +28,7 @@ import { computed, type Actor, type Resources, type WriteContext } from './resou
 import { controllerUrls, tokenInJwt, type EnrollmentTokens } from './enrollments.js';
 import { maySeeRouterEnrollmentSecrets } from './delegates.js';
 import { alreadyUsed, spendToken, unknownToken } from './spent-tokens.js';
+import { readCsr } from './client-certificates.js';
 
 type EdgeRouter = EntityOf<'edge-routers'>;
 
@@ -218,19 +217,6 @@ export class RouterEnrollments {
 
 function unauthorized(message: string): ApiError {
   return new ApiError('UNAUTHORIZED', message);
-}
-
-/** A CSR read and checked; the field it came in is named when it is missing or refused. */
-async function readCsr(pem: string | undefined, field: string): Promise<CheckedCsr> {
-  if (pem === undefined || pem.trim() === '') {
-    throw new ApiError('MISSING_OR_INVALID_CSR', `${field}: a PEM certificate signing request is required`, { field, reason: 'is required' });
-  }
-  try {
-    return await checkCsrPem(pem);
-  } catch (err) {
-    if (!(err instanceof CsrProblem)) throw err;
-    throw new ApiError(err.unreadable ? 'MISSING_OR_INVALID_CSR' : 'COULD_NOT_PROCESS_CSR', `${field}: ${err.message}`, { field, reason: err.message });
-  }
 }
 
 /** Names a router's server certificate may carry. */

@@ -252,7 +252,7 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
           if (pem || typeof json.password !== 'string') throw fieldError('password', 'is required for updb enrollment');
           answer = await core.enrollments.enrollUpdb(token, json.password);
         } else {
-          answer = await core.enrollments.enrollOtt(token, pem && typeof body === 'string' ? body : json.clientCsr);
+          answer = pem && typeof body === 'string' ? await core.enrollments.enrollOtt(token, body, 'body') : await core.enrollments.enrollOtt(token, json.clientCsr);
         }
         noStore(reply);
         return envelope(answer);
