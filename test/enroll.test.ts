@@ -163,6 +163,22 @@ describe('POST /enroll (generic)', () => {
     }
   });
 
+  it('is the only enrollment route that takes text/plain: the JSON routes answer 415, as the rest of the API', async () => {
+    const { token } = await enrolling('text-on-json-route');
+    const body = JSON.stringify({ token, clientCsr: await csrPem() });
+    for (const [method, url] of [
+      ['POST', `${CLIENT}/enroll/ott`],
+      ['POST', `${CLIENT}/enroll/updb?token=${token}`],
+      ['POST', `${MGMT}/identities`],
+    ] as const) {
+      expectError(await call(t, method, url, { token: admin, body, headers: { 'content-type': 'text/plain' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    // An empty body is no body, whatever it is said to be.
+    const id = await createIdentity(t, admin, { name: 'text-empty-delete' });
+    const gone = await call(t, 'DELETE', `${MGMT}/identities/${id}`, { token: admin, headers: { 'content-type': 'text/plain' } });
+    expect(gone.statusCode, gone.body).toBe(200);
+  });
+
   it('takes an application/pkcs7 CSR as DER, as its base64 or as PEM', async () => {
     for (const form of ['der', 'base64', 'pem'] as const) {
       const { token } = await enrolling(`generic-pkcs7-${form}`);

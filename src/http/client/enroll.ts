@@ -17,6 +17,7 @@ import { MAX_NAME } from '../../resources/kit.js';
 import { PUBLIC } from '../auth-requirements.js';
 import { bearerToken, peerCertificates } from '../credentials.js';
 import { EMPTY, envelope } from '../envelope.js';
+import { acceptText } from '../json-body.js';
 import { networkJwtRoutes } from '../enrollment-routes.js';
 import { dataEnvelopeSchema, EmptySchema } from '../resource-routes.js';
 
@@ -186,6 +187,7 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
   // The generic enrollment: the token's own enrollment says what it is exchanged for. A body of
   // type text/plain, application/x-pem-file or application/pkcs7 is the CSR itself.
   app.register(async (scope) => {
+    acceptText(scope);
     scope.addContentTypeParser('application/x-pem-file', { parseAs: 'string' }, (_request, body, done) => done(null, body));
     scope.addContentTypeParser('application/pkcs7', { parseAs: 'buffer', bodyLimit: MAX_CSR_PEM }, (_request, body, done) => done(null, csrPemOf(body as Buffer)));
     scope.post('/enroll', {

@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Core } from '../../core/core.js';
 import { caEnrollmentJwt, verifyCa } from '../../domain/cas.js';
 import { EMPTY, envelope } from '../envelope.js';
+import { acceptText } from '../json-body.js';
 import { routeAuth } from '../auth-requirements.js';
 import { actorOf, EmptySchema, IdParams, registerResourceRoutes } from '../resource-routes.js';
 
@@ -20,20 +21,25 @@ export function casRoutes(server: FastifyInstance, core: Core): void {
   // The address enrollment JWTs name, as the controller registers itself (app.ts).
   const controllerUrl = `https://${core.config.web[0]?.bindPoints[0]?.address ?? 'localhost'}`;
 
-  app.post('/cas/:id/verify', {
-    config: { auth: routeAuth('ca', 'update') },
-    schema: {
-      operationId: 'verifyCa',
-      tags,
-      params: IdParams,
-      consumes: ['text/plain'],
-      body: Type.String({ maxLength: MAX_VERIFY_BODY, description: 'a PEM certificate signed by the CA whose common name is its verificationToken' }),
-      response: { 200: EmptySchema },
-    },
-    handler: async (request) => {
-      await verifyCa(core.resources, request.params.id, request.body, actorOf(request));
-      return envelope(EMPTY);
-    },
+  // The one route here that takes text/plain.
+  app.register(async (plain) => {
+    acceptText(plain);
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
+    scope.post('/cas/:id/verify', {
+      config: { auth: routeAuth('ca', 'update') },
+      schema: {
+        operationId: 'verifyCa',
+        tags,
+        params: IdParams,
+        consumes: ['text/plain'],
+        body: Type.String({ maxLength: MAX_VERIFY_BODY, description: 'a PEM certificate signed by the CA whose common name is its verificationToken' }),
+        response: { 200: EmptySchema },
+      },
+      handler: async (request) => {
+        await verifyCa(core.resources, request.params.id, request.body, actorOf(request));
+        return envelope(EMPTY);
+      },
+    });
   });
 
   app.get('/cas/:id/jwt', {
