@@ -292,6 +292,23 @@ describe('controller over real HTTPS', () => {
     },
     60_000,
   );
+  // Ctrl-C under `npm start` reaches the controller twice at once (the terminal signals the process
+  // group, npm passes its own on): it took the second for a demand to exit at once, exit 1.
+  it(
+    'stops cleanly when SIGINT comes twice in a moment',
+    async () => {
+      if (!firstStart) throw new Error('needs the data directory of the first start, which failed');
+      const port = await freePort();
+      const node = start(process.execPath, ['dist/src/cli/main.js', 'controller', 'run', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`]);
+      await node.waitFor(listening, 30_000);
+      node.child.kill('SIGINT');
+      await node.waitFor((r) => r.msg === 'stopping', 5_000);
+      node.child.kill('SIGINT');
+      expect(await within(node.exited, STOP_TIMEOUT_MS, 'stopping'), node.output()).toEqual({ code: 0, signal: null });
+      expect(node.records.filter(stopped), node.output()).toHaveLength(1);
+    },
+    60_000,
+  );
   // better-sqlite3 12 aborted on Node 24 while finalising prepared statements at exit, in about half
   // of the restarts on one data directory; every stop here must be a clean exit 0.
   it(

@@ -6,6 +6,9 @@ import { ConfigError, loadConfig, type ConfigFlags } from '../config/index.js';
 import { createApp, type App } from '../app/app.js';
 import { loadBuildInfo } from '../build-info.js';
 
+/** A second stop signal within this many ms of the first is the same request to stop. */
+const REPEATED_SIGNAL_MS = 1_000;
+
 async function runController(flags: ConfigFlags): Promise<void> {
   let config;
   try {
@@ -25,13 +28,18 @@ async function runController(flags: ConfigFlags): Promise<void> {
   // process wherever it is.
   const started: { app?: App } = {};
   let stopping: string | undefined;
+  let stoppingAt = 0;
   const stop = (signal: string) => {
     if (stopping) {
+      // Ctrl-C under `npm start` sends SIGINT twice at once (the terminal's to the process group,
+      // and npm's own): only a signal that comes later asks to exit at once.
+      if (Date.now() - stoppingAt < REPEATED_SIGNAL_MS) return;
       if (started.app) started.app.core.log.warn({ signal }, 'second signal while stopping; exiting now');
       else process.stderr.write('overlay: second signal while starting; exiting now\n');
       process.exit(1);
     }
     stopping = signal;
+    stoppingAt = Date.now();
     if (started.app) close(started.app, signal);
   };
   process.on('SIGINT', () => stop('SIGINT'));
