@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, MGMT, startTestController, tempDir } from './helpers.js';
+import { createDataDirectory } from '../src/app/data-dir.js';
 
 /** Every entry under `dir` (itself included) as "relative path: mode", and those not 0600 / 0700. */
 function modes(dir: string): { all: string[]; wrong: string[] } {
@@ -138,5 +139,32 @@ describe('data directory modes', () => {
     } finally {
       await second.close();
     }
+  });
+});
+
+describe('creating the data directory', () => {
+  it('makes every missing folder 0700, whatever the umask', async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    const umask = process.umask(0);
+    cleanups.push(() => process.umask(umask));
+    const deep = join(dir.path, 'a', 'b', 'c');
+    await createDataDirectory(deep);
+    for (const path of [join(dir.path, 'a'), join(dir.path, 'a', 'b'), deep]) expect(lstatSync(path).mode & 0o777, path).toBe(0o700);
+    // Again: it exists, nothing changes.
+    await createDataDirectory(deep);
+  });
+
+  // Node's recursive mkdir retried for ever (at full CPU) on a path under /proc.
+  it.runIf(existsSync('/proc/self'))('refuses a path that can never be made, at once', async () => {
+    await expect(createDataDirectory('/proc/overlay-data-x/y')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('refuses a file where the directory belongs', async () => {
+    const dir = tempDir();
+    cleanups.push(dir.remove);
+    writeFileSync(join(dir.path, 'file'), '');
+    await expect(createDataDirectory(join(dir.path, 'file'))).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(createDataDirectory(join(dir.path, 'file', 'below'))).rejects.toMatchObject({ code: 'ENOTDIR' });
   });
 });

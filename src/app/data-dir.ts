@@ -2,7 +2,8 @@
 // signing keys: only the controller's user may read any of it. Files are 0600 and folders 0700 when
 // created here; at every start, looser modes left by an older version, a restore or a careless copy
 // are narrowed to the owner's bits, with a warning naming each path.
-import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
+import { chmod, lstat, readdir, stat } from 'node:fs/promises';
+import { ensureDirectory } from '../pki/files.js';
 import { join } from 'node:path';
 
 export const DATA_DIR_MODE = 0o700;
@@ -12,8 +13,7 @@ const SHARED_BITS = 0o077;
 
 /** Creates `dir` and its missing parents (0700 whatever the umask); nothing if it exists. */
 export async function createDataDirectory(dir: string): Promise<void> {
-  const created = await mkdir(dir, { recursive: true, mode: DATA_DIR_MODE });
-  if (created !== undefined) await chmod(dir, DATA_DIR_MODE);
+  await ensureDirectory(dir, DATA_DIR_MODE);
 }
 
 /**

@@ -2,8 +2,8 @@
 // one, never a partial write, and the final mode does not depend on the process umask.
 
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { chmod, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 
 const TEMP_SUFFIX = '.tmp';
 const TEMP_NAME = /^\..+\.[0-9a-f]{12}\.tmp$/;
@@ -50,8 +50,28 @@ async function syncDirectory(dir: string): Promise<void> {
  * whether it was created.
  */
 export async function ensureDirectory(dir: string, mode: number): Promise<boolean> {
-  const created = await mkdir(dir, { recursive: true, mode });
-  if (created === undefined) return false;
+  // The missing folders one at a time, from the top: Node's recursive mkdir retries for ever on a
+  // path that can never be made (one under /proc).
+  const missing: string[] = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    try {
+      if ((await stat(at)).isDirectory() || at !== resolve(dir)) break;
+      throw Object.assign(new Error(`EEXIST: file already exists, mkdir '${at}'`), { code: 'EEXIST' });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    missing.push(at);
+    if (dirname(at) === at) break;
+  }
+  for (const at of missing.reverse()) {
+    try {
+      await mkdir(at, { mode });
+    } catch (err) {
+      // Made meanwhile by another process: taken as it is.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  if (missing.length === 0) return false;
   await chmod(dir, mode);
   return true;
 }
