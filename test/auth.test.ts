@@ -194,15 +194,17 @@ describe('the login', () => {
     expect([me.envInfo, me.sdkInfo]).toEqual([{ os: 'linux' }, { type: 'ziti-sdk-c', version: '1.0.0' }]);
   });
 
-  it('puts the expiry headers on every authenticated answer', async () => {
+  it('puts the expiry headers, and no-store, on every authenticated answer', async () => {
     const token = await login(t, USER.username, USER.password);
     t.clock.advance(5 * MINUTE);
     const now = t.clock();
-    for (const url of [`${CLIENT}/current-identity`, `${MGMT}/current-api-session`, `${CLIENT}/current-identity/authenticators`]) {
+    // Session JWTs, enrollment tokens: an authenticated answer may carry a secret, and is never stored.
+    for (const url of [`${CLIENT}/current-identity`, `${MGMT}/current-api-session`, `${CLIENT}/current-identity/authenticators`, `${CLIENT}/sessions`]) {
       const res = await call(t, 'GET', url, { token });
       expect(res.statusCode).toBe(200);
       expect(res.headers['expiration-seconds']).toBe('1800');
       expect(res.headers['expires-at']).toBe(new Date(now + 30 * MINUTE).toISOString());
+      expect(res.headers['cache-control'], url).toBe('no-store');
     }
   });
 

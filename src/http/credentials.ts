@@ -191,6 +191,8 @@ export function credentialHook(core: Core): onRequestAsyncHookHandler {
     core.sessions.touch(session);
     request.principal = principal;
     expiryHeaders(core, reply, session, principal.bearer?.expiresAt);
+    // An authenticated answer is the caller's own and may carry tokens (sessions, enrollments).
+    reply.header('cache-control', 'no-store');
   };
 }
 
