@@ -70,12 +70,12 @@ export function program(): Command {
   controller
     .command('run')
     .description('run the controller (HTTPS Edge Client, Edge Management and OIDC APIs)')
-    .addOption(new Option('--data-dir <dir>', 'data directory (store, PKI)').env('OVERLAY_DATA_DIR'))
-    .addOption(new Option('--listen <host:port>', 'address to listen on').env('OVERLAY_LISTEN'))
-    .addOption(new Option('--advertise <host:port>', 'address clients use').env('OVERLAY_ADVERTISE'))
+    .addOption(new Option('--data-dir <dir>', 'data directory (store, PKI) (default: ./overlay-data)').env('OVERLAY_DATA_DIR'))
+    .addOption(new Option('--listen <host:port>', 'address to listen on, port 0 for a free one (default: 127.0.0.1:1280)').env('OVERLAY_LISTEN'))
+    .addOption(new Option('--advertise <host:port>', 'address clients use (default: the listen address)').env('OVERLAY_ADVERTISE'))
     .addOption(new Option('--config <file>', 'YAML configuration file').env('OVERLAY_CONFIG'))
     .addOption(
-      new Option('--log-level <level>', 'log level')
+      new Option('--log-level <level>', 'log level (default: info)')
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .env('OVERLAY_LOG_LEVEL'),
     )
