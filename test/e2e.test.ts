@@ -7,7 +7,7 @@
 // groups, so nothing outlives the test.
 import 'reflect-metadata';
 import { X509Certificates } from '@peculiar/x509';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
@@ -309,6 +309,15 @@ describe('controller over real HTTPS', () => {
     },
     60_000,
   );
+  it('names the environment variable, not the flag, of a bad setting it came from', () => {
+    if (!firstStart) throw new Error('needs the build of the first start, which failed');
+    const env = { ...process.env, OVERLAY_LISTEN: 'nope', OVERLAY_DATA_DIR: dataDir };
+    const fromEnv = spawnSync(process.execPath, ['dist/src/cli/main.js', 'controller', 'run'], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(fromEnv.status).toBe(2);
+    expect(fromEnv.stderr).toBe('overlay: configuration error: OVERLAY_LISTEN: "nope" has no port; expected host:port, e.g. 127.0.0.1:1280\n');
+    const fromFlag = spawnSync(process.execPath, ['dist/src/cli/main.js', 'controller', 'run', '--listen', 'nope'], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(fromFlag.stderr).toMatch(/^overlay: configuration error: --listen: "nope" has no port/);
+  });
   // better-sqlite3 12 aborted on Node 24 while finalising prepared statements at exit, in about half
   // of the restarts on one data directory; every stop here must be a clean exit 0.
   it(

@@ -63,6 +63,11 @@ function close(app: App, signal: string): void {
     });
 }
 
+/** The options given as flags, without those commander took from the environment. */
+function givenOnCommandLine(opts: ConfigFlags, command: Command): ConfigFlags {
+  return Object.fromEntries(Object.entries(opts).filter(([key]) => command.getOptionValueSource(key) !== 'env')) as ConfigFlags;
+}
+
 export function program(): Command {
   const root = new Command('overlay').description('controller of a zero-trust overlay network');
   root.version(loadBuildInfo().version);
@@ -84,7 +89,8 @@ export function program(): Command {
         .choices(['json', 'pretty'])
         .env('OVERLAY_LOG_FORMAT'),
     )
-    .action(async (opts: ConfigFlags) => runController(opts));
+    // The configuration reads the environment itself, and names the variable in its errors.
+    .action(async (opts: ConfigFlags, command: Command) => runController(givenOnCommandLine(opts, command)));
   return root;
 }
 

@@ -17,15 +17,15 @@ describe('parseHostPort', () => {
 
   it('accepts port 0 only when allowed', () => {
     expect(parseHostPort('127.0.0.1:0', { allowPortZero: true })).toEqual({ host: '127.0.0.1', port: 0 });
-    expect(() => parseHostPort('127.0.0.1:0', { allowPortZero: false })).toThrow(/port must be from 1 to 65535/);
+    expect(() => parseHostPort('127.0.0.1:0', { allowPortZero: false })).toThrow(/port must be a number from 1 to 65535/);
   });
 
   it.each([
     ['', /must not be empty/],
     ['127.0.0.1', /has no port/],
     ['127.0.0.1:', /port must be a number/],
-    ['127.0.0.1:65536', /port must be from 0 to 65535/],
-    ['127.0.0.1:-1', /port must be a number/],
+    ['127.0.0.1:65536', /port must be a number from 0 to 65535/],
+    ['127.0.0.1:-1', /port must be a number from 0 to 65535/],
     ['127.0.0.1:12a', /port must be a number/],
     ['127.0.0.1:000001', /port must be a number/],
     [':1280', /has no host/],

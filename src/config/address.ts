@@ -44,10 +44,9 @@ export function parseHostPort(text: string, options: { allowPortZero: boolean })
     checkHostName(host, shown);
   }
 
-  if (!/^\d{1,5}$/.test(portText)) throw new Error(`${shown}: port must be a number from 1 to 65535`);
   const port = Number(portText);
-  if (port > 65535 || (port === 0 && !options.allowPortZero)) {
-    throw new Error(`${shown}: port must be from ${options.allowPortZero ? 0 : 1} to 65535`);
+  if (!/^\d{1,5}$/.test(portText) || port > 65535 || (port === 0 && !options.allowPortZero)) {
+    throw new Error(`${shown}: port must be a number from ${options.allowPortZero ? 0 : 1} to 65535`);
   }
   return { host, port };
 }

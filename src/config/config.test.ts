@@ -359,10 +359,10 @@ describe('listen and advertise', () => {
 
   it.each([
     [{ listen: '::1:1280' }, {}, '--listen', /in brackets/],
-    [{ listen: '127.0.0.1:70000' }, {}, '--listen', /port must be from 0 to 65535/],
+    [{ listen: '127.0.0.1:70000' }, {}, '--listen', /port must be a number from 0 to 65535/],
     [{ listen: '' }, {}, '--listen', /must not be empty/],
     [{}, { OVERLAY_LISTEN: 'nope' }, 'OVERLAY_LISTEN', /has no port/],
-    [{ advertise: '127.0.0.1:0' }, {}, '--advertise', /port must be from 1 to 65535/],
+    [{ advertise: '127.0.0.1:0' }, {}, '--advertise', /port must be a number from 1 to 65535/],
     [{ advertise: '0.0.0.0:1280' }, {}, '--advertise', /wildcard address/],
     [{}, { OVERLAY_ADVERTISE: '[::]:1280' }, 'OVERLAY_ADVERTISE', /wildcard address/],
   ] as const)('%j %j → %s', (flags, env, key, message) => {
@@ -465,7 +465,7 @@ describe('validation errors name the key', () => {
     [listener(`    bindPoints: [{ interface: [::1]:1280 }]\n${APIS}`), null, /not valid YAML/],
     [listener(`    bindPoints:\n      - interface: [::1]\n${APIS}`), 'web[0].bindPoints[0].interface', /quote bracketed IPv6/],
     [listener(`    bindPoints: [{ interface: 1280 }]\n${APIS}`), 'web[0].bindPoints[0].interface', /must be a string in the form host:port, got 1280/],
-    [listener(`    bindPoints: [{ interface: "127.0.0.1:2000", address: "127.0.0.1:0" }]\n${APIS}`), 'web[0].bindPoints[0].address', /port must be from 1/],
+    [listener(`    bindPoints: [{ interface: "127.0.0.1:2000", address: "127.0.0.1:0" }]\n${APIS}`), 'web[0].bindPoints[0].address', /port must be a number from 1/],
     [listener(`    bindPoints: [{ interface: "127.0.0.1:2000", address: "[::]:2000" }]\n${APIS}`), 'web[0].bindPoints[0].address', /wildcard/],
     [listener(`${BP}    apis: [{ binding: edge-client }, { binding: edge-admin }]\n`), 'web[0].apis[1].binding', /must be one of edge-client, edge-management, edge-oidc, metrics, got "edge-admin"/],
     [listener(`${BP}    apis: [{ binding: edge-client }, { binding: edge-client }]\n`), 'web[0].apis[1].binding', /listed twice/],
