@@ -52,7 +52,7 @@ const DIFFERENCES: Record<string, string> = {
   'management:detailAPISessions': 'apiSessionDetail requires token; tokens are kept hashed and never shown again (behaviour.md §5, decision)',
   // external JWT signers
   'management:listExternalJwtSigners': 'established: declares kid, clientId and the certificate fields strings; a signer without them reads null here, as the interface document allows',
-  'management:detailExternalJWTSigner': 'established: declares kid, clientId and the certificate fields strings; a signer without them reads null here, as the interface document allows',
+  'management:detailExternalJwtSigner': 'established: declares kid, clientId and the certificate fields strings; a signer without them reads null here, as the interface document allows',
   // service edge router policies
   'management:listEdgeRouterServiceEdgeRouterPolicies':
     'established: declares listServicePoliciesEnvelope (requires type) for the service edge router policies its controller answers',

@@ -112,6 +112,15 @@ describe.each(APIS)('the $name API document', (api) => {
     }
   });
 
+  it('names operations as the interface does: an acronym is a word (ExternalJwtSigner), but where it names one otherwise', () => {
+    const ids = operations(doc()).map((o) => o.op.operationId as string);
+    const asNamed = ['getCurrentAPISession', 'listNetworkJWTs', 'listAPISessions', 'detailAPISessions', 'deleteAPISessions'];
+    expect(ids.filter((id) => /[A-Z]{2}/.test(id) && !asNamed.includes(id))).toEqual([]);
+    if (api.name === 'management') {
+      expect(ids).toEqual(expect.arrayContaining(['createExternalJwtSigner', 'detailExternalJwtSigner', 'updateExternalJwtSigner', 'patchExternalJwtSigner', 'deleteExternalJwtSigner']));
+    }
+  });
+
   it('declares security on exactly the operations that refuse a caller without a credential', async () => {
     const expected = { overlaySession: [], bearer: [] };
     for (const { path, method, op } of operations(doc())) {

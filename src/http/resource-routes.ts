@@ -7,6 +7,7 @@ import {
   ALL_OPERATIONS,
   createSchema,
   LinksSchema,
+  pascalCase,
   patchSchema,
   schemaNames,
   updateSchema,
@@ -87,13 +88,6 @@ const ACTION: Record<Operation, Action> = {
   delete: 'delete',
 };
 
-function pascal(text: string): string {
-  return text
-    .split(/[-\s]+/)
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('');
-}
-
 export function operationId(service: ResourceService, op: Operation): string {
   const def = service.def;
   const custom = def.operationIds?.[op];
@@ -101,7 +95,7 @@ export function operationId(service: ResourceService, op: Operation): string {
   const verb = { list: 'list', get: 'detail', create: 'create', update: 'update', patch: 'patch', delete: 'delete' }[
     op
   ];
-  return `${verb}${op === 'list' ? pascal(def.name) : pascal(def.label)}`;
+  return `${verb}${pascalCase(op === 'list' ? def.name : def.label)}`;
 }
 
 export interface ResourceRouteOptions {
