@@ -153,6 +153,15 @@ describe('updb authenticators', () => {
     expectError(await create({ method: 'updb', identityId: other, username: 'updb-twice', password: 'whatever-pw' }), 400, 'COULD_NOT_VALIDATE', 'username');
   });
 
+  it('refuses a username an outstanding enrollment of another identity will take, on create and patch', async () => {
+    const pending = await createIdentity(t, admin, { name: 'updb-pending', enrollment: { updb: 'updb-reserved' } });
+    expect(pending).toBeTypeOf('string');
+    const other = await createIdentity(t, admin, { name: 'updb-taker' });
+    expectError(await create({ method: 'updb', identityId: other, username: 'updb-reserved', password: 'taker-pw-1' }), 400, 'COULD_NOT_VALIDATE', 'username');
+    const { authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'updb-renamer', username: 'updb-renamer', password: 'renamer-pw' });
+    expectError(await call(t, 'PATCH', url(authenticatorId), { token: admin, body: { username: 'updb-reserved' } }), 400, 'COULD_NOT_VALIDATE', 'username');
+  });
+
   it('patch changes the username (the new one logs in) and keeps the password', async () => {
     const { id, authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'rename', username: 'rename-old', password: 'rename-pw' });
     const before = await storedHash(authenticatorId);

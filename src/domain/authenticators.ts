@@ -37,6 +37,16 @@ export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticator
       if (next.method === 'updb') {
         if (next.certPem !== null && next.certPem !== undefined) throw fieldError('certPem', 'is only for method cert');
         if (typeof next.username !== 'string') throw fieldError('username', 'is required for method updb');
+        // A username an outstanding enrollment of another identity will take is taken already.
+        if (next.username !== prev?.username) {
+          const enrolling = await ctx.tx
+            .selectFrom('enrollments')
+            .select('id')
+            .where('username', '=', next.username)
+            .where('identity_id', '!=', next.identityId)
+            .executeTakeFirst();
+          if (enrolling) throw fieldError('username', 'another identity is enrolling with this username', next.username);
+        }
         if (typeof next.password === 'string') await setPassword(ctx, next, next.password);
         else if (!prev) throw fieldError('password', 'is required for method updb');
       } else {
