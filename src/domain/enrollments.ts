@@ -36,7 +36,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 import { assertMayManageCredentials, maySeeEnrollmentSecrets } from './delegates.js';
-import { alreadyUsed, spendToken, unknownToken } from './spent-tokens.js';
+import { spendToken, unknownToken } from './spent-tokens.js';
 import { readCsr } from './client-certificates.js';
 import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
 
@@ -706,7 +706,8 @@ function enrollRoleAttributes(claims: Record<string, unknown>, selector: string)
 async function consume(ctx: WriteContext, e: Enrollment): Promise<void> {
   if (Date.parse(e.expiresAt) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
   const result = await ctx.tx.deleteFrom('enrollments').where('id', '=', e.id).where('token_hash', '=', e.tokenHash).executeTakeFirst();
-  if (Number(result.numDeletedRows) !== 1) throw alreadyUsed();
+  // Used meanwhile (410), or deleted or refreshed meanwhile (400).
+  if (Number(result.numDeletedRows) !== 1) throw await unknownToken(ctx.tx, e.tokenHash, ctx.now, `no outstanding ${e.method} enrollment has this token`);
   await spendToken(ctx, e.tokenHash, e.expiresAt);
   ctx.changed({ collection: 'enrollments', kind: 'delete', id: e.id, ownerId: e.identityId });
 }

@@ -27,7 +27,7 @@ import type { edgeRouters } from '../resources/routers.js';
 import { computed, type Actor, type Resources, type WriteContext } from './resources.js';
 import { controllerUrls, tokenInJwt, type EnrollmentTokens } from './enrollments.js';
 import { maySeeRouterEnrollmentSecrets } from './delegates.js';
-import { alreadyUsed, spendToken, unknownToken } from './spent-tokens.js';
+import { spendToken, unknownToken } from './spent-tokens.js';
 import { readCsr } from './client-certificates.js';
 
 type EdgeRouter = EntityOf<'edge-routers'>;
@@ -144,7 +144,8 @@ export class RouterEnrollments {
       if (Date.parse(router.enrollmentExpiresAt!) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
       const values = { ...NO_ENROLLMENT, isVerified: true, fingerprint: issued.fingerprint, updatedAt: ctx.now };
       const done = await this.updateWhere(ctx, router.id, 'enrollment_token_hash', tokenHash, values);
-      if (!done) throw alreadyUsed();
+      // Used meanwhile (410), or re-enrolled or deleted meanwhile (400).
+      if (!done) throw await unknownToken(ctx.tx, tokenHash, ctx.now, 'no outstanding edge router enrollment has this token');
       await spendToken(ctx, tokenHash, router.enrollmentExpiresAt!);
     });
     return issued.answer;

@@ -15,11 +15,6 @@ export async function spendToken(ctx: WriteContext, tokenHash: string, expiresAt
     .execute();
 }
 
-/** A token that was used, said so. */
-export function alreadyUsed(): ApiError {
-  return new ApiError('INVALID_ENROLLMENT_ALREADY_ENROLLED', 'the token has already been used');
-}
-
 /** The refusal of a token with no outstanding enrollment: 410 when it was used, else 400 with `message`. */
 export async function unknownToken(ex: Executor, tokenHash: string, now: string, message: string): Promise<ApiError> {
   const spent = await ex
@@ -28,5 +23,5 @@ export async function unknownToken(ex: Executor, tokenHash: string, now: string,
     .where('token_hash', '=', tokenHash)
     .where('expires_at', '>', now)
     .executeTakeFirst();
-  return spent ? alreadyUsed() : new ApiError('INVALID_ENROLLMENT_TOKEN', message);
+  return spent ? new ApiError('INVALID_ENROLLMENT_ALREADY_ENROLLED', 'the token has already been used') : new ApiError('INVALID_ENROLLMENT_TOKEN', message);
 }
