@@ -133,6 +133,13 @@ describe('POST /enrollments', () => {
     expect((await create({ method: 'ott', identityId: plain, expiresAt: later() }, enroller)).statusCode).toBe(201);
     const anAdmin = await createIdentity(t, admin, { name: 'another-admin', isAdmin: true });
     expectError(await create({ method: 'ott', identityId: anAdmin, expiresAt: later() }, enroller), 401, 'UNAUTHORIZED');
+    // Its own enrollment it may make, and then read with its token: a credential of its own.
+    const selfId = json(await call(t, 'GET', `${MGMT}/current-identity`, { token: enroller })).data.id as string;
+    const own = await create({ method: 'ott', identityId: selfId, expiresAt: later() }, enroller);
+    expect(own.statusCode, own.body).toBe(201);
+    const read = json(await call(t, 'GET', `${MGMT}/enrollments/${json(own).data.id}`, { token: enroller })).data;
+    expect(read.token).toEqual(expect.any(String));
+    expect(read.jwt).toEqual(expect.any(String));
   });
 });
 

@@ -69,10 +69,11 @@ export async function assertMayManageCredentials(ctx: WriteContext, identityId: 
  * make such an enrollment itself sees them: an admin, or a caller that may write enrollments or
  * identities, for an identity it may manage. A read-only caller sees the enrollment without them.
  */
-export function maySeeEnrollmentSecrets(reader: Permitted | undefined, target: { isAdmin?: unknown; permissions?: unknown }): boolean {
+export function maySeeEnrollmentSecrets(reader: (Permitted & { id?: string }) | undefined, target: { id: string; isAdmin?: unknown; permissions?: unknown }): boolean {
   if (!reader) return false;
   if (reader.isAdmin) return true;
-  if (isPrivileged(target)) return false;
+  // Its own enrollments, which it may make (assertMayManageCredentials), lend it nothing it lacks.
+  if (isPrivileged(target) && reader.id !== target.id) return false;
   return (['enrollment', 'identity'] as const).some((group) => allows(reader, group, 'create') || allows(reader, group, 'update'));
 }
 

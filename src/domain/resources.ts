@@ -63,7 +63,7 @@ export interface ReadOptions {
   /** The caller, for read fields that answer what it may do (a service's `permissions`, ...). */
   caller?: Caller;
   /** What the caller may do, for read fields only some callers may see (enrollment tokens); none: it may see none of them. */
-  reader?: Permitted;
+  reader?: Permitted & { id?: string };
 }
 
 /**
