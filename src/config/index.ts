@@ -643,7 +643,7 @@ function text(value: unknown, key: string, limits: TextLimits): string {
     throw new ConfigError(key, `must be a string${hint}, got ${limits.secret ? `a ${kind(value)}` : describe(value)}`);
   }
   const length = [...value].length;
-  if (length < limits.min) throw new ConfigError(key, `must be at least ${limits.min} characters long`);
+  if (length < limits.min) throw new ConfigError(key, limits.min === 1 ? 'must not be empty' : `must be at least ${limits.min} characters long`);
   if (length > limits.max) throw new ConfigError(key, `must be at most ${limits.max} characters long`);
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(value)) throw new ConfigError(key, 'must not contain control characters');
