@@ -310,10 +310,12 @@ describe('the generated admin password', () => {
     expect((await authenticate(t, 'admin', ADMIN_PASSWORD)).statusCode).toBe(200);
   });
 
-  it('says nothing when the admin credentials create the admin', async () => {
+  it('says it created the admin with the credentials given, naming the user and never the password', async () => {
     const { log, lines } = capturingLog();
     const t = await startTestController({ env: ADMIN_ENV, log });
     cleanups.push(() => t.close());
     expect(lines.some((l) => l.msg.startsWith('the store already has its default admin'))).toBe(false);
+    expect(lines.find((l) => l.msg === 'created the default admin with the password given')).toMatchObject({ level: 30, username: ADMIN_ENV.OVERLAY_ADMIN_USERNAME });
+    expect(JSON.stringify(lines)).not.toContain(ADMIN_ENV.OVERLAY_ADMIN_PASSWORD);
   });
 });

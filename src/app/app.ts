@@ -250,6 +250,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       }),
     );
     const givenAdmin = (['username', 'password'] as const).filter((key) => config.admin[key] !== undefined);
+    if (adminCreated && config.admin.password !== undefined) log.info({ username: config.admin.username ?? 'admin' }, 'created the default admin with the password given');
     if (!adminCreated && givenAdmin.length > 0) {
       // Only the names: a value given may be a password.
       log.warn(
