@@ -369,3 +369,49 @@ describe('POST /enroll/extend/router over TLS', () => {
     expect((await extend(client)).statusCode).toBe(200);
   });
 });
+
+describe('a transit router enrolls too (trott), through the generic /enroll', () => {
+  const getTransit = async (id: string) => {
+    const res = await call(t, 'GET', `${MGMT}/transit-routers/${id}`, { token: admin });
+    expect(res.statusCode, res.body).toBe(200);
+    return json(res).data;
+  };
+
+  it('is created unverified with a JWT (em trott), enrolls once with two CSRs, then extends like an edge router', async () => {
+    const created = await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'tr-enroll' } });
+    expect(created.statusCode, created.body).toBe(201);
+    const id = json(created).data.id as string;
+    const r = await getTransit(id);
+    expect(r).toMatchObject({ isVerified: false, fingerprint: null, enrollmentToken: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    const keys = json(await t.inject({ method: 'GET', url: '/oidc/keys' }));
+    const { payload } = await jwtVerify(r.enrollmentJwt, createLocalJWKSet(keys), { currentDate: new Date(t.clock()) });
+    expect(payload).toMatchObject({ em: 'trott', sub: id, jti: r.enrollmentToken });
+    // The read at /routers is the same.
+    expect(json(await call(t, 'GET', `${MGMT}/routers/${id}`, { token: admin })).data.enrollmentToken).toBe(r.enrollmentToken);
+
+    // Not an edge router's token.
+    expect((await erott({ token: r.enrollmentToken, serverCsr: (await makeCsr(SERVER_NAMES)).pem, clientCsr: (await makeCsr()).pem })).statusCode).toBe(400);
+    const client = await makeCsr();
+    const body = { serverCertCsr: (await makeCsr(SERVER_NAMES)).pem, certCsr: client.pem };
+    const enrolled = await call(t, 'POST', `${CLIENT}/enroll?method=trott&token=${r.enrollmentToken}`, { body });
+    expect(enrolled.statusCode, enrolled.body).toBe(200);
+    const data = json(enrolled).data as { ca: string; cert: string; serverCert: string };
+    const [leaf] = chainOf(data.cert);
+    expect(leaf!.subject).toContain(`CN=${id}`);
+    expect(await getTransit(id)).toMatchObject({ isVerified: true, fingerprint: sha1Of(leaf!), enrollmentToken: null, enrollmentJwt: null, enrollmentExpiresAt: null });
+    // Used: 410, by either path.
+    expectError(await call(t, 'POST', `${CLIENT}/enroll?token=${r.enrollmentToken}`, { body }), 410, 'INVALID_ENROLLMENT_ALREADY_ENROLLED');
+
+    const extended = await extend({ certPem: data.cert, keyPem: client.keyPem });
+    expect(extended.statusCode, extended.body).toBe(200);
+    expect((await getTransit(id)).fingerprint).toBe(sha1Of(chainOf(JSON.parse(extended.body).data.cert)[0]!));
+  });
+
+  it('shows its token only to a reader that may write routers', async () => {
+    const id = json(await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'tr-secret' } })).data.id as string;
+    await createIdentityWithPassword(t, admin, { name: 'tr-reader', username: 'tr-reader', password: 'tr-reader-pw', permissions: ['admin_readonly'] });
+    const reader = await login(t, 'tr-reader', 'tr-reader-pw');
+    const read = json(await call(t, 'GET', `${MGMT}/transit-routers/${id}`, { token: reader })).data;
+    expect(read).toMatchObject({ enrollmentToken: null, enrollmentJwt: null, enrollmentExpiresAt: expect.any(String) });
+  });
+});

@@ -1,5 +1,6 @@
-// Edge router enrollment (behaviour.md §7): a router is created unverified with an enrollment — a
-// one-time token kept as a digest beside the router and inside its JWT (em "erott", sub the router),
+// Router enrollment (behaviour.md §7): a router is created unverified with an enrollment — a
+// one-time token kept as a digest beside the router and inside its JWT (em "erott" for an edge
+// router, "trott" for a transit router, as the established controller names them; sub the router),
 // sealed — which the router exchanges, with two CSRs, for a client certificate naming it and a TLS
 // server certificate for the names it asks for. The router is then verified, known by its client
 // certificate's fingerprint, and may extend both certificates with that certificate; re-enrolling
@@ -23,7 +24,7 @@ import {
   type Pki,
 } from '../pki/index.js';
 import type { EntityOf } from '../resources/index.js';
-import type { edgeRouters } from '../resources/routers.js';
+import type { edgeRouters, routers } from '../resources/routers.js';
 import { computed, type Actor, type Resources, type WriteContext } from './resources.js';
 import { controllerUrls, tokenInJwt, type EnrollmentTokens } from './enrollments.js';
 import { maySeeRouterEnrollmentSecrets } from './delegates.js';
@@ -31,9 +32,21 @@ import { spendToken, unknownToken } from './spent-tokens.js';
 import { readCsr } from './client-certificates.js';
 
 type EdgeRouter = EntityOf<'edge-routers'>;
+/** What enrollment reads and writes of a router, edge or transit. */
+type RouterRecord = Pick<EdgeRouter, 'id' | 'isVerified' | 'fingerprint' | 'enrollmentTokenHash' | 'enrollmentSealedJwt' | 'enrollmentCreatedAt' | 'enrollmentExpiresAt' | 'updatedAt'>;
 
 /** The enrollment method of edge routers. */
 export const ROUTER_ENROLLMENT_METHOD = 'erott';
+/** The enrollment method of transit routers. */
+export const TRANSIT_ROUTER_ENROLLMENT_METHOD = 'trott';
+
+type RouterMethod = typeof ROUTER_ENROLLMENT_METHOD | typeof TRANSIT_ROUTER_ENROLLMENT_METHOD;
+
+/** Where the routers of each method are kept. */
+const KINDS = {
+  erott: { collection: 'edge-routers', table: 'edge_routers' },
+  trott: { collection: 'routers', table: 'routers' },
+} as const;
 
 /** What an edge router is given at enrollment and extension. */
 export interface RouterCertificates {
@@ -64,10 +77,15 @@ const NO_ENROLLMENT = {
 } as const;
 
 /** A new enrollment for a router, as its fields, lasting the configured router enrollment duration. */
-export async function newRouterEnrollment(ctx: WriteContext, tokens: EnrollmentTokens, routerId: string): Promise<Partial<EdgeRouter>> {
+export async function newRouterEnrollment(
+  ctx: WriteContext,
+  tokens: EnrollmentTokens,
+  routerId: string,
+  method: RouterMethod = ROUTER_ENROLLMENT_METHOD,
+): Promise<Partial<EdgeRouter>> {
   const expiresAt = iso(Date.parse(ctx.now) + tokens.routerDuration);
   const ctrls = await controllerUrls(ctx.tx, tokens.issuer);
-  const issued = tokens.issueSealed({ sub: routerId, em: ROUTER_ENROLLMENT_METHOD, expiresAt }, sealContext(routerId), ctx.now, ctrls);
+  const issued = tokens.issueSealed({ sub: routerId, em: method, expiresAt }, sealContext(routerId), ctx.now, ctrls);
   return {
     enrollmentTokenHash: issued.tokenHash,
     enrollmentSealedJwt: issued.sealedJwt,
@@ -77,8 +95,8 @@ export async function newRouterEnrollment(ctx: WriteContext, tokens: EnrollmentT
 }
 
 /** The read fields of an outstanding enrollment: its JWT and the token in it; null once enrolled. */
-export function routerEnrollmentReadFields(tokens: EnrollmentTokens) {
-  return computed<typeof edgeRouters>(
+export function routerEnrollmentReadFields<D extends typeof edgeRouters | typeof routers>(tokens: EnrollmentTokens) {
+  return computed<D>(
     {
       enrollmentJwt: Type.Union([Type.String(), Type.Null()], {
         description: 'the enrollment JWT handed to the router; null once enrolled, and to a reader that may not enroll routers',
@@ -87,10 +105,12 @@ export function routerEnrollmentReadFields(tokens: EnrollmentTokens) {
     },
     async (_ex, entities, answers, read) => {
       const secrets = maySeeRouterEnrollmentSecrets(read.reader);
-      for (const [i, e] of entities.entries()) {
-        const jwt = e.enrollmentSealedJwt === null || !secrets ? null : tokens.openSealed(e.enrollmentSealedJwt, sealContext(e.id));
+      for (const [i, entity] of entities.entries()) {
+        const e = entity as { id: string; enrollmentSealedJwt?: string | null };
+        const sealed = e.enrollmentSealedJwt ?? null;
+        const jwt = sealed === null || !secrets ? null : tokens.openSealed(sealed, sealContext(e.id));
         answers[i]!.enrollmentJwt = jwt;
-        answers[i]!.enrollmentToken = jwt === null ? null : tokenInJwt(jwt, `edge router ${e.id}`);
+        answers[i]!.enrollmentToken = jwt === null ? null : tokenInJwt(jwt, `router ${e.id}`);
       }
     },
   );
@@ -105,15 +125,15 @@ export interface RouterEnrollmentsOptions {
   clock: Clock;
 }
 
-/** Enrollment, extension and re-enrollment of edge routers. */
+/** Enrollment and extension of edge and transit routers, and re-enrollment of edge routers. */
 export class RouterEnrollments {
   private issuer: Promise<Issuer> | undefined;
 
   constructor(private readonly opts: RouterEnrollmentsOptions) {}
 
-  /** Whether `token` is the token of an edge router's outstanding (or expired) enrollment. */
-  async holds(token: string): Promise<boolean> {
-    return (await this.byToken(token)) !== undefined;
+  /** The method of `token` when it is that of a router's outstanding (or expired) enrollment. */
+  async methodOf(token: string): Promise<RouterMethod | undefined> {
+    return (await this.byToken(token))?.method;
   }
 
   /**
@@ -129,23 +149,24 @@ export class RouterEnrollments {
   }
 
   /**
-   * erott: the router of the token gets a client and a server certificate for its CSRs and becomes
-   * verified with the client certificate's fingerprint; its enrollment is gone.
+   * erott (an edge router's token) or trott (a transit router's): the router of the token gets a
+   * client and a server certificate for its CSRs and becomes verified with the client certificate's
+   * fingerprint; its enrollment is gone.
    */
-  async enroll(token: string, csrs: RouterCsrs): Promise<RouterCertificates> {
-    const router = await this.byToken(token);
-    if (!router) {
-      throw await unknownToken(this.opts.resources.store.db, hashToken(token), iso(this.opts.clock()), 'no outstanding edge router enrollment has this token');
-    }
+  async enroll(token: string, method: RouterMethod, csrs: RouterCsrs): Promise<RouterCertificates> {
+    const found = await this.byToken(token);
+    const none = `no outstanding ${method === ROUTER_ENROLLMENT_METHOD ? 'edge' : 'transit'} router enrollment has this token`;
+    if (found?.method !== method) throw await unknownToken(this.opts.resources.store.db, hashToken(token), iso(this.opts.clock()), none);
+    const { router } = found;
     if (Date.parse(router.enrollmentExpiresAt!) <= this.opts.clock()) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
     const issued = await this.issue(router.id, csrs);
     const tokenHash = router.enrollmentTokenHash!;
     await this.opts.resources.write(async (ctx) => {
       if (Date.parse(router.enrollmentExpiresAt!) <= Date.parse(ctx.now)) throw new ApiError('ENROLLMENT_EXPIRED', 'the enrollment has expired');
       const values = { ...NO_ENROLLMENT, isVerified: true, fingerprint: issued.fingerprint, updatedAt: ctx.now };
-      const done = await this.updateWhere(ctx, router.id, 'enrollment_token_hash', tokenHash, values);
+      const done = await this.updateWhere(ctx, method, router.id, 'enrollment_token_hash', tokenHash, values);
       // Used meanwhile (410), or re-enrolled or deleted meanwhile (400).
-      if (!done) throw await unknownToken(ctx.tx, tokenHash, ctx.now, 'no outstanding edge router enrollment has this token');
+      if (!done) throw await unknownToken(ctx.tx, tokenHash, ctx.now, none);
       await spendToken(ctx, tokenHash, router.enrollmentExpiresAt!);
     });
     return issued.answer;
@@ -162,35 +183,39 @@ export class RouterEnrollments {
     if (origin?.kind !== 'network') throw unauthorized('the client certificate does not chain to the network');
     if (leaf.ca || !validAt(leaf, this.opts.clock())) throw unauthorized('the client certificate is not a valid leaf certificate now');
     const fingerprint = fingerprintOfCertificate(leaf);
-    const repo = this.opts.resources.get('edge-routers').repo;
-    const row = await this.opts.resources.store.db.selectFrom('edge_routers').selectAll().where('fingerprint', '=', fingerprint).executeTakeFirst();
-    const router = row ? repo.fromRow(row) : undefined;
-    if (!router || router.isVerified !== true) throw unauthorized('the client certificate is not that of an enrolled edge router');
+    const found = await this.findBy('fingerprint', fingerprint);
+    if (!found || found.router.isVerified !== true) throw unauthorized('the client certificate is not that of an enrolled router');
+    const { router, method } = found;
     const issued = await this.issue(router.id, csrs);
     await this.opts.resources.write(async (ctx) => {
       const values = { fingerprint: issued.fingerprint, updatedAt: ctx.now };
-      const done = await this.updateWhere(ctx, router.id, 'fingerprint', fingerprint, values);
+      const done = await this.updateWhere(ctx, method, router.id, 'fingerprint', fingerprint, values);
       if (!done) throw unauthorized('the client certificate has been replaced meanwhile');
     });
     return issued.answer;
   }
 
-  private async byToken(token: string): Promise<EdgeRouter | undefined> {
-    const repo = this.opts.resources.get('edge-routers').repo;
-    const row = await this.opts.resources.store.db
-      .selectFrom('edge_routers')
-      .selectAll()
-      .where('enrollment_token_hash', '=', hashToken(token))
-      .executeTakeFirst();
-    return row ? repo.fromRow(row) : undefined;
+  private byToken(token: string): Promise<{ router: RouterRecord; method: RouterMethod } | undefined> {
+    return this.findBy('enrollment_token_hash', hashToken(token));
+  }
+
+  /** The edge or transit router whose `column` holds `value`, and the method it enrolls by. */
+  private async findBy(column: 'enrollment_token_hash' | 'fingerprint', value: string): Promise<{ router: RouterRecord; method: RouterMethod } | undefined> {
+    for (const method of [ROUTER_ENROLLMENT_METHOD, TRANSIT_ROUTER_ENROLLMENT_METHOD] as const) {
+      const { collection, table } = KINDS[method];
+      const row = await this.opts.resources.store.db.selectFrom(table).selectAll().where(column, '=', value).executeTakeFirst();
+      if (row) return { router: this.opts.resources.get(collection).repo.fromRow(row) as RouterRecord, method };
+    }
+    return undefined;
   }
 
   /** Updates a router where `column` still holds `expected`; answers whether it did. */
-  private async updateWhere(ctx: WriteContext, id: string, column: string, expected: string, values: Partial<EdgeRouter>): Promise<boolean> {
-    const repo = ctx.resources.get('edge-routers').repo;
-    const result = await ctx.tx.updateTable('edge_routers').set(repo.toRow(values)).where('id', '=', id).where(column, '=', expected).executeTakeFirst();
+  private async updateWhere(ctx: WriteContext, method: RouterMethod, id: string, column: string, expected: string, values: Partial<RouterRecord>): Promise<boolean> {
+    const { collection, table } = KINDS[method];
+    const repo = ctx.resources.get(collection).repo;
+    const result = await ctx.tx.updateTable(table).set(repo.toRow(values)).where('id', '=', id).where(column, '=', expected).executeTakeFirst();
     if (Number(result.numUpdatedRows) !== 1) return false;
-    ctx.changed({ collection: 'edge-routers', kind: 'update', id });
+    ctx.changed({ collection, kind: 'update', id });
     return true;
   }
 

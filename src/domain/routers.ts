@@ -16,7 +16,7 @@ import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
 import type { EnrollmentTokens } from './enrollments.js';
-import { newRouterEnrollment, routerEnrollmentReadFields } from './router-enrollment.js';
+import { newRouterEnrollment, routerEnrollmentReadFields, TRANSIT_ROUTER_ENROLLMENT_METHOD } from './router-enrollment.js';
 
 /** Name of the system edge router policy of a tunneler-enabled edge router. */
 export function systemPolicyName(routerId: string): string {
@@ -48,13 +48,15 @@ export function edgeRouterBehaviour(links: PolicyLinks, tokens: EnrollmentTokens
  * changed at /edge-routers only (409 here, as the established controller answers), and deleting it
  * here deletes it as /edge-routers would, with everything that goes with it.
  */
-export function routerBehaviour(): ResourceBehaviour<typeof routers | typeof transitRouters> {
+export function routerBehaviour(tokens: EnrollmentTokens): ResourceBehaviour<typeof routers | typeof transitRouters> {
   return {
     async validate(ctx, next, prev) {
       if (prev && (await isEdgeRouter(ctx, prev.id))) {
         throw new ApiError('CAN_NOT_UPDATE_ROUTER', `the router ${prev.id} is an edge router; it is changed at ./edge-routers/${prev.id}`);
       }
       await assertRouterNameFree(ctx, next, prev);
+      // A transit router is made with an enrollment (trott), as an edge router is with its own.
+      if (!prev) Object.assign(next, await newRouterEnrollment(ctx, tokens, next.id, TRANSIT_ROUTER_ENROLLMENT_METHOD));
     },
     async beforeDelete(ctx, prev) {
       if (await isEdgeRouter(ctx, prev.id)) await ctx.resources.get('edge-routers').deleteIn(ctx, prev.id);
@@ -62,6 +64,7 @@ export function routerBehaviour(): ResourceBehaviour<typeof routers | typeof tra
     async afterDelete(ctx, prev) {
       await removeTerminatorsOf(ctx, prev.id);
     },
+    computed: [routerEnrollmentReadFields(tokens)],
   };
 }
 

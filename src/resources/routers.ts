@@ -21,6 +21,28 @@ export const ROUTER_SYNC_STATUSES = [
   'SYNC_ERROR',
 ] as const;
 
+/**
+ * The outstanding enrollment of a router (domain/router-enrollment.ts): its one-time token kept as a
+ * digest, by which the router is found, and inside its JWT, sealed; null once the router has enrolled.
+ */
+const enrollmentFields = {
+  enrollmentCreatedAt: field.datetime('when the outstanding enrollment was made; null once enrolled', { readOnly: true, nullable: true }),
+  enrollmentExpiresAt: field.datetime('when the outstanding enrollment stops being accepted; null once enrolled', { readOnly: true, nullable: true }),
+  enrollmentTokenHash: field.string('SHA-256 of the one-time token of the outstanding enrollment', {
+    readOnly: true,
+    writeOnly: true,
+    nullable: true,
+    unique: true,
+    maxLength: 128,
+  }),
+  enrollmentSealedJwt: field.string('the enrollment JWT, which carries the token, sealed', {
+    readOnly: true,
+    writeOnly: true,
+    nullable: true,
+    maxLength: 8192,
+  }),
+};
+
 export const edgeRouters = defineResource({
   name: 'edge-routers',
   label: 'edge router',
@@ -58,23 +80,7 @@ export const edgeRouters = defineResource({
       filterable: false,
     }),
     syncStatus: field.enum(ROUTER_SYNC_STATUSES, 'how far the router has received the network state', { readOnly: true, default: 'SYNC_UNKNOWN' }),
-    // The outstanding enrollment (domain/router-enrollment.ts): its one-time token kept as a digest,
-    // by which the router is found, and inside its JWT, sealed; null once the router has enrolled.
-    enrollmentCreatedAt: field.datetime('when the outstanding enrollment was made; null once enrolled', { readOnly: true, nullable: true }),
-    enrollmentExpiresAt: field.datetime('when the outstanding enrollment stops being accepted; null once enrolled', { readOnly: true, nullable: true }),
-    enrollmentTokenHash: field.string('SHA-256 of the one-time token of the outstanding enrollment', {
-      readOnly: true,
-      writeOnly: true,
-      nullable: true,
-      unique: true,
-      maxLength: 128,
-    }),
-    enrollmentSealedJwt: field.string('the enrollment JWT, which carries the token, sealed', {
-      readOnly: true,
-      writeOnly: true,
-      nullable: true,
-      maxLength: 8192,
-    }),
+    ...enrollmentFields,
   },
 });
 
@@ -87,6 +93,7 @@ const routerFields = {
   fingerprint: field.string('fingerprint of its certificate once enrolled', { readOnly: true, nullable: true, maxLength: MAX_NAME }),
   isOnline: field.boolean('connected to the controller now', { readOnly: true, default: false }),
   isVerified: field.boolean('enrolled', { readOnly: true, default: false }),
+  ...enrollmentFields,
 };
 
 /**

@@ -26,7 +26,7 @@ const Token = Type.String({ minLength: 1, maxLength: 256, description: 'the one-
 const Csr = Type.String({ maxLength: MAX_CSR_PEM, description: 'PEM certificate signing request' });
 const Password = Type.String({ minLength: 1, maxLength: 100 });
 const OttEnrollmentRequest = Type.Object({ token: Token, clientCsr: Type.Optional(Csr) }, { title: 'ottEnrollmentRequest' });
-const METHODS = ['ott', 'ottca', 'updb', 'erott', 'ca'] as const;
+const METHODS = ['ott', 'ottca', 'updb', 'erott', 'trott', 'ca'] as const;
 type Method = (typeof METHODS)[number];
 
 /** A CSR of an application/pkcs7 body: PEM, the base64 of its DER, or the DER itself; as PEM. */
@@ -111,7 +111,7 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
     },
     handler: async (request, reply) => {
       const { token, serverCsr, clientCsr } = request.body as { token: string; serverCsr?: string; clientCsr?: string };
-      const answer = await core.routerEnrollments.enroll(token, {
+      const answer = await core.routerEnrollments.enroll(token, 'erott', {
         server: { pem: serverCsr, field: 'serverCsr' },
         client: { pem: clientCsr, field: 'clientCsr' },
       });
@@ -201,7 +201,7 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
             method: Type.Optional(
               Type.Union(
                 METHODS.map((m) => Type.Literal(m)),
-                { description: "the enrollment method, when given: ott, ottca, updb, erott, or ca (which takes no token); else the token's" },
+                { description: "the enrollment method, when given: ott, ottca, updb, erott, trott, or ca (which takes no token); else the token's" },
               ),
             ),
           },
@@ -214,7 +214,7 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
               clientCsr: Type.Optional(Csr),
               password: Type.Optional(Password),
               serverCertCsr: Type.Optional(Csr),
-              certCsr: Type.Optional(Type.String({ maxLength: MAX_CSR_PEM, description: 'erott: the client CSR (clientCsr is taken too)' })),
+              certCsr: Type.Optional(Type.String({ maxLength: MAX_CSR_PEM, description: 'erott, trott: the client CSR (clientCsr is taken too)' })),
               name: Type.Optional(Type.String({ maxLength: 255, description: 'ca: the requested name of the identity ([requestedName])' })),
             },
             { title: 'genericEnroll' },
@@ -239,11 +239,11 @@ export function clientEnrollRoutes(app: FastifyInstance, core: Core): void {
           return envelope(EMPTY);
         }
         if (token === undefined) throw fieldError('token', 'is required');
-        const kind = method ?? ((await core.routerEnrollments.holds(token)) ? 'erott' : await core.enrollments.methodOf(token));
+        const kind = method ?? (await core.routerEnrollments.methodOf(token)) ?? (await core.enrollments.methodOf(token));
         let answer;
-        if (kind === 'erott') {
+        if (kind === 'erott' || kind === 'trott') {
           // A router sends two CSRs, so a body that is one PEM CSR is not enough.
-          answer = await core.routerEnrollments.enroll(token, {
+          answer = await core.routerEnrollments.enroll(token, kind, {
             server: { pem: json.serverCertCsr, field: 'serverCertCsr' },
             client: { pem: json.certCsr ?? json.clientCsr, field: 'certCsr' },
           });

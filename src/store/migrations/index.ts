@@ -17,6 +17,7 @@ import { m0015EdgeRouterEnrollment } from './0015-edge-router-enrollment.js';
 import { m0016ExternalJwtSigners } from './0016-external-jwt-signers.js';
 import { m0017AuditEvents } from './0017-audit-events.js';
 import { m0018SpentEnrollmentTokens } from './0018-spent-enrollment-tokens.js';
+import { m0019TransitRouterEnrollment } from './0019-transit-router-enrollment.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -36,4 +37,5 @@ export const migrations: readonly StoreMigration[] = [
   m0016ExternalJwtSigners,
   m0017AuditEvents,
   m0018SpentEnrollmentTokens,
+  m0019TransitRouterEnrollment,
 ];
