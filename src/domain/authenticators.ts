@@ -15,6 +15,7 @@ import { policyRules } from './auth-policies.js';
 import { assertMayManageCredentials } from './delegates.js';
 import { relationOf } from './related.js';
 import { issuingCaOf } from './cas.js';
+import { anotherIsEnrollingAs } from './enrollments.js';
 
 function authenticatorCertificate(pem: unknown): X509Certificate {
   if (typeof pem !== 'string' || pem.trim() === '') throw fieldError('certPem', 'is required for method cert');
@@ -38,14 +39,8 @@ export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticator
         if (next.certPem !== null && next.certPem !== undefined) throw fieldError('certPem', 'is only for method cert');
         if (typeof next.username !== 'string') throw fieldError('username', 'is required for method updb');
         // A username an outstanding enrollment of another identity will take is taken already.
-        if (next.username !== prev?.username) {
-          const enrolling = await ctx.tx
-            .selectFrom('enrollments')
-            .select('id')
-            .where('username', '=', next.username)
-            .where('identity_id', '!=', next.identityId)
-            .executeTakeFirst();
-          if (enrolling) throw fieldError('username', 'another identity is enrolling with this username', next.username);
+        if (next.username !== prev?.username && (await anotherIsEnrollingAs(ctx.tx, next.username, next.identityId))) {
+          throw fieldError('username', 'another identity is enrolling with this username', next.username);
         }
         if (typeof next.password === 'string') await setPassword(ctx, next, next.password);
         else if (!prev) throw fieldError('password', 'is required for method updb');

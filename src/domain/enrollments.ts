@@ -289,13 +289,8 @@ async function checkMethodFields(ctx: WriteContext, next: Enrollment): Promise<v
   if (next.method === 'updb') {
     if (next.username === null) throw fieldError('username', 'is required for method updb');
     const taken =
-      (await ctx.tx.selectFrom('authenticators').select('id').where('username', '=', next.username).executeTakeFirst()) ??
-      (await ctx.tx
-        .selectFrom('enrollments')
-        .select('id')
-        .where('username', '=', next.username)
-        .where('identity_id', '!=', next.identityId)
-        .executeTakeFirst());
+      (await ctx.tx.selectFrom('authenticators').select('id').where('username', '=', next.username).executeTakeFirst()) !== undefined ||
+      (await anotherIsEnrollingAs(ctx.tx, next.username, next.identityId));
     if (taken) throw fieldError('username', 'another identity already has or is enrolling with this username', next.username);
   }
 }
@@ -701,6 +696,12 @@ function enrollRoleAttributes(claims: Record<string, unknown>, selector: string)
   }
   const usable = (v: string) => v !== '' && v.length <= 255 && !v.startsWith('#') && !v.startsWith('@');
   return [...new Set(value.filter(usable))].slice(0, 100);
+}
+
+/** Whether an outstanding updb enrollment of an identity other than `identityId` will take `username`. */
+export async function anotherIsEnrollingAs(ex: Executor, username: string, identityId: string): Promise<boolean> {
+  const row = await ex.selectFrom('enrollments').select('id').where('username', '=', username).where('identity_id', '!=', identityId).executeTakeFirst();
+  return row !== undefined;
 }
 
 async function consume(ctx: WriteContext, e: Enrollment): Promise<void> {
