@@ -25,6 +25,8 @@ import {
   type TestController,
 } from './helpers.js';
 import { AuditRetention, type Scheduler } from '../src/kernel/audit.js';
+import { decodeJwt } from 'jose';
+import { oidcLogin } from './oidc-helpers.js';
 
 let t: TestController;
 let admin: string;
@@ -169,6 +171,36 @@ describe('recording', () => {
     for (const word of ['passwordHash', 'tokenHash', '\\"secret\\"', 'recoveryCodes', 'currentPassword', '\\"password\\":']) {
       expect(stored).not.toContain(word);
     }
+  });
+
+  it('records an OIDC logout as the caller\'s, sessions ended by others and used enrollments as they were, and no count of wrong passwords', async () => {
+    const alice = await createIdentityWithPassword(t, admin, { name: 'alice', username: 'alice', password: PASSWORD });
+    // A wrong password counts against the lockout: bookkeeping, not a change anyone reads.
+    expect((await authenticate(t, 'alice', 'not-the-password', { api: CLIENT, remoteAddress: '10.9.9.7' })).statusCode).toBe(401);
+    expect(await login(t, 'alice', PASSWORD, CLIENT)).toEqual(expect.any(String));
+    expect(await events(`entityType = "authenticators" and entityId = "${alice.authenticatorId}" and action = "update"`)).toEqual([]);
+
+    const tokens = await oidcLogin(t, 'alice', PASSWORD);
+    const asid = decodeJwt(tokens.id_token!).sid as string;
+    const ended = await t.inject({ method: 'GET', url: `/oidc/end_session?id_token_hint=${tokens.id_token}` });
+    expect(ended.statusCode, ended.body).toBe(200);
+    const [logout] = await events(`entityId = "${asid}" and action = "logout"`);
+    expect(logout).toMatchObject({ entityType: 'api-sessions', actor: { identityId: alice.id, name: 'alice', apiSessionId: asid, method: 'oidc' } });
+
+    // An IDENTITY revocation ends the legacy session: its delete shows the session it ended.
+    const legacy = await login(t, 'alice', PASSWORD, CLIENT);
+    const legacyId = json(await call(t, 'GET', `${CLIENT}/current-api-session`, { token: legacy })).data.id as string;
+    expect((await call(t, 'POST', `${MGMT}/revocations`, { token: admin, body: { id: alice.id, type: 'IDENTITY' } })).statusCode).toBe(201);
+    const [gone] = await events(`entityId = "${legacyId}" and action = "delete"`);
+    expect(gone.changes.before).toMatchObject({ id: legacyId, identityId: alice.id, authMethod: 'password' });
+
+    // A used enrollment goes, and its event shows it.
+    const bob = json(await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: 'bob', type: 'User', isAdmin: false, enrollment: { updb: 'bob-user' } } })).data.id as string;
+    const enrollment = json(await call(t, 'GET', `${MGMT}/identities/${bob}/enrollments`, { token: admin })).data[0];
+    expect((await call(t, 'POST', `${CLIENT}/enroll/updb?token=${enrollment.token}`, { body: { password: 'bob-password-1' } })).statusCode).toBe(200);
+    const [used] = await events(`entityType = "enrollments" and entityId = "${enrollment.id}" and action = "delete"`);
+    expect(used.changes.before).toMatchObject({ id: enrollment.id, method: 'updb', identityId: bob });
+    expect(JSON.stringify(used)).not.toContain(enrollment.token);
   });
 
   it('records nothing for a write that fails, nor for reads', async () => {

@@ -40,15 +40,15 @@ export async function markDisabled(ctx: WriteContext, id: string, now: number, m
  * them (the foreign keys cascade), and every cache holding one hears of its end from the change feed
  * before the write is answered.
  */
-export async function endApiSessions(ctx: Pick<WriteContext, 'tx' | 'changed'>, which: { id: string } | { identityId: string; madeBy?: string }): Promise<void> {
-  let query = ctx.tx.deleteFrom('api_sessions');
+export async function endApiSessions(ctx: Pick<WriteContext, 'tx' | 'remove'>, which: { id: string } | { identityId: string; madeBy?: string }): Promise<void> {
+  let query = ctx.tx.selectFrom('api_sessions').select(['id', 'identity_id']);
   if ('id' in which) query = query.where('id', '=', which.id);
   else {
     query = query.where('identity_id', '=', which.identityId);
     if (which.madeBy !== undefined) query = query.where('created_at', '<=', which.madeBy);
   }
-  const ended = await query.returning(['id', 'identity_id']).execute();
-  for (const row of ended) ctx.changed({ collection: 'api-sessions', kind: 'delete', id: String(row.id), ownerId: String(row.identity_id) });
+  // One by one, so the audit log has each session as it was.
+  for (const row of await query.execute()) await ctx.remove('api-sessions', String(row.id), String(row.identity_id));
 }
 
 /** Starts the count of wrong passwords again on every authenticator of an identity. */
@@ -60,7 +60,7 @@ export async function resetWrongPasswords(ctx: WriteContext, identityId: string)
     .where('failed_attempts', '>', 0)
     .returning('id')
     .execute();
-  for (const r of reset) ctx.changed({ collection: 'authenticators', kind: 'update', id: String(r.id), ownerId: identityId });
+  for (const r of reset) ctx.changed({ collection: 'authenticators', kind: 'update', id: String(r.id), ownerId: identityId }, { audited: false });
 }
 
 /**
@@ -91,7 +91,8 @@ export async function countWrongPassword(kernel: Kernel, clock: Clock, authentic
       .where('id', '=', authenticatorId)
       .returning('failed_attempts')
       .executeTakeFirstOrThrow();
-    ctx.changed({ collection: 'authenticators', kind: 'update', id: authenticatorId, ownerId: identity.id });
+    // The count is shown nowhere; the failed login is audited as such (login.ts).
+    ctx.changed({ collection: 'authenticators', kind: 'update', id: authenticatorId, ownerId: identity.id }, { audited: false });
     if (maxAttempts <= 0 || Number(counted.failed_attempts) < maxAttempts) return undefined;
     await resetWrongPasswords(ctx, identity.id);
     await markDisabled(ctx, identity.id, now, lockoutDurationMinutes);
@@ -108,6 +109,6 @@ export async function clearWrongPasswords(kernel: Kernel, authenticatorId: strin
       .where('id', '=', authenticatorId)
       .where('failed_attempts', '>', 0)
       .executeTakeFirst();
-    if (Number(cleared.numUpdatedRows) > 0) ctx.changed({ collection: 'authenticators', kind: 'update', id: authenticatorId, ownerId: identityId });
+    if (Number(cleared.numUpdatedRows) > 0) ctx.changed({ collection: 'authenticators', kind: 'update', id: authenticatorId, ownerId: identityId }, { audited: false });
   });
 }

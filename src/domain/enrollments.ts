@@ -710,5 +710,5 @@ async function consume(ctx: WriteContext, e: Enrollment): Promise<void> {
   // Used meanwhile (410), or deleted or refreshed meanwhile (400).
   if (Number(result.numDeletedRows) !== 1) throw await unknownToken(ctx.tx, e.tokenHash, ctx.now, `no outstanding ${e.method} enrollment has this token`);
   await spendToken(ctx, e.tokenHash, e.expiresAt);
-  ctx.changed({ collection: 'enrollments', kind: 'delete', id: e.id, ownerId: e.identityId });
+  ctx.changed({ collection: 'enrollments', kind: 'delete', id: e.id, ownerId: e.identityId }, { before: e });
 }

@@ -43,7 +43,11 @@ export interface WriteContext {
    * writer that has the record before and after the change passes them for the audit trail; one
    * that does not leaves the trail to read the record as it ends up.
    */
-  changed(change: Change, images?: { before?: Record<string, unknown>; after?: Record<string, unknown> }): void;
+  /**
+   * Records a change, with the images the writer knows. `audited: false` for a change of fields no
+   * answer shows (a count of wrong passwords), which the audit log leaves out.
+   */
+  changed(change: Change, images?: ChangeImages): void;
   /** Records an audit event that is no change of a record (a failed login); nothing when not audited. */
   audit(entry: AuditEntry): void;
   /** Inserts a record of a resource and records its creation. */
@@ -255,11 +259,11 @@ export class Kernel {
 
   /** The write context of one write inside the batch's transaction. */
   private context(tx: Tx, actor: Actor | undefined, after: (() => void)[], changes: ChangeRecord, audited: Audited | undefined): WriteContext {
-    const changed = (change: Change, images: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}): void => {
+    const changed = (change: Change, images: ChangeImages = {}): void => {
       changes.record(change);
       // Only the records of resources are audited; topics (posture data, grants, state) are not.
       const def = this.defs.get(change.collection);
-      if (audited && def) audited.changes.push({ change, def, before: images.before, after: images.after });
+      if (audited && def && images.audited !== false) audited.changes.push({ change, def, before: images.before, after: images.after });
     };
     // The record before an update or delete, read only when the write is audited.
     const before = async (name: ResourceName, id: string) => (audited ? await this.repo(name).get(tx, id) : undefined);
@@ -306,6 +310,13 @@ interface Audited {
   origin: WriteOrigin;
   changes: ImagedChange[];
   entries: AuditEntry[];
+}
+
+/** What a writer knows of a changed record, and whether the audit log takes the change. */
+export interface ChangeImages {
+  before?: Record<string, unknown>;
+  after?: Record<string, unknown>;
+  audited?: boolean;
 }
 
 export interface WriteOptions {

@@ -20,7 +20,7 @@ import { JWS_ALGORITHMS } from '../../oidc/jws.js';
 import { bearerToken, checkingBearer, CHALLENGE, peerCertificate, peerCertificates } from '../credentials.js';
 import { handleError, handleNotFound } from '../errors.js';
 import { requestContext } from '../request-log.js';
-import { registerWriteOrigin } from '../write-origin.js';
+import { originOf, registerWriteOrigin } from '../write-origin.js';
 import { apiBad, FORM, formParser, readParams, requestParams, type Params } from './params.js';
 import {
   enrollPage,
@@ -442,7 +442,9 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
             const { claims } = await checkingBearer(() => core.oidc.bearer.verify(accessToken));
             ended = { apiSessionId: claims.ov_asid, identityId: claims.sub };
           }
-          await core.oidc.endSession(ended.apiSessionId, ended.identityId);
+          // The caller the token names ends its own API session: a logout of that caller.
+          const actor = { identityId: ended.identityId, apiSessionId: ended.apiSessionId, method: 'oidc' };
+          await core.kernel.withOrigin({ ...originOf(request), actor }, () => core.oidc.endSession(ended.apiSessionId, ended.identityId));
           if (target !== undefined) {
             return reply.code(302).headers(NO_STORE).header('location', withQuery(target, { state: p.state })).send();
           }
