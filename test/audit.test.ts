@@ -203,6 +203,25 @@ describe('recording', () => {
     expect(JSON.stringify(used)).not.toContain(enrollment.token);
   });
 
+  it('records one event of the enrollment when a code regenerates the recovery codes or removes MFA', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'carol', username: 'carol', password: PASSWORD });
+    const token = await login(t, 'carol', PASSWORD, CLIENT);
+    const started = json(await call(t, 'POST', `${CLIENT}/current-identity/mfa`, { token, body: {} })).data as { id: string; provisioningUrl: string };
+    const codeAt = authenticatorApp(started.provisioningUrl);
+    expect((await call(t, 'POST', `${CLIENT}/current-identity/mfa/verify`, { token, body: { code: codeAt(t.clock()) } })).statusCode).toBe(200);
+    const before = (await events(`entityId = "${started.id}"`)).length;
+    t.clock.advance(30_000);
+    const regenerated = await call(t, 'POST', `${CLIENT}/current-identity/mfa/recovery-codes`, { token, body: { code: codeAt(t.clock()) } });
+    expect(regenerated.statusCode, regenerated.body).toBe(200);
+    expect((await events(`entityId = "${started.id}"`)).length).toBe(before + 1);
+    t.clock.advance(30_000);
+    const removed = await call(t, 'DELETE', `${CLIENT}/current-identity/mfa`, { token, body: { code: codeAt(t.clock()) } });
+    expect(removed.statusCode, removed.body).toBe(200);
+    const all = await events(`entityId = "${started.id}"`);
+    expect(all.length).toBe(before + 2);
+    expect(all[0]).toMatchObject({ action: 'delete', actor: { name: 'carol' } });
+  });
+
   it('records nothing for a write that fails, nor for reads', async () => {
     const before = (await rows()).length;
     const bad = await call(t, 'POST', `${MGMT}/services`, { token: admin, body: { name: 'web', configs: ['missing'] } });

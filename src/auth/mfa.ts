@@ -237,10 +237,13 @@ export class Mfa implements Cache {
       if (!(await this.removeUnconfirmed(mfa))) throw invalidCode();
       return;
     }
-    await this.checked(mfa, code, scope, { recovery: true });
-    await this.deps.kernel.write(async (ctx) => {
-      await ctx.remove('mfas', mfa.id, identityId);
-      await endMfaPasses(ctx, identityId);
+    // In the write that takes the code: both happen, or neither.
+    await this.checked(mfa, code, scope, {
+      recovery: true,
+      alsoWrite: async (ctx) => {
+        await ctx.remove('mfas', mfa.id, identityId);
+        await endMfaPasses(ctx, identityId);
+      },
     });
   }
 
@@ -272,9 +275,16 @@ export class Mfa implements Cache {
   async regenerate(identityId: string, code: string, scope: AttemptScope): Promise<string[]> {
     const mfa = await this.of(identityId);
     if (!mfa || !mfa.isVerified) throw notStarted();
-    await this.checked(mfa, code, scope, { recovery: true });
     const codes = newRecoveryCodes();
-    await this.deps.kernel.write((ctx) => ctx.update('mfas', mfa.id, { recoveryCodes: this.digests(codes, mfa.id), updatedAt: ctx.now }, identityId));
+    // In the write that takes the code: both happen, or neither.
+    await this.checked(mfa, code, scope, {
+      recovery: true,
+      alsoWrite: async (ctx) => {
+        await ctx.update('mfas', mfa.id, { recoveryCodes: this.digests(codes, mfa.id), updatedAt: ctx.now }, identityId);
+        // The code's after-image is not what is stored now: read it back instead.
+        ctx.afterCommit(() => this.written.delete(mfa.id));
+      },
+    });
     return codes;
   }
 
