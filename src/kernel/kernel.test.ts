@@ -240,6 +240,20 @@ describe('the write queue of requests', () => {
     // Once the queue drained, writes of requests are taken again.
     await expect(bounded.withOrigin(origin, () => bounded.write(async () => 'again'))).resolves.toBe('again');
   });
+
+  it('takes a request\'s write that says it is not bounded (the counts of security limits, failed logins) even when full', async () => {
+    const audit = new AuditTrail(store, () => Date.parse('2026-01-02T03:04:05.000Z'));
+    const bounded = new Kernel({ store, clock: () => Date.parse('2026-01-02T03:04:05.000Z'), maxQueuedWrites: 1, audit });
+    const results = await Promise.allSettled(
+      bounded.withOrigin(origin, () => [
+        bounded.write(async () => 'fits'),
+        bounded.write(async () => 'refused'),
+        bounded.write(async () => 'unbounded', undefined, { bounded: false }),
+        bounded.recordAudit({ action: 'login-failed', entityType: 'identities', entityId: null, entityName: 'someone' }).then(() => 'recorded'),
+      ]),
+    );
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'rejected'))).toEqual(['fits', 'rejected', 'unbounded', 'recorded']);
+  });
 });
 
 describe('writes and the disk', () => {

@@ -164,7 +164,8 @@ export class Kernel {
   /** Records an audit event in a small write of its own (a failed login has no transaction). */
   async recordAudit(entry: AuditEntry): Promise<void> {
     if (!this.audit?.enabled || !this.origins.getStore()) return;
-    await this.write(async (ctx) => ctx.audit(entry));
+    // Never refused for a full write queue: a flood of writes must not hide failed logins.
+    await this.write(async (ctx) => ctx.audit(entry), undefined, { bounded: false });
   }
 
   private readonly queue: QueuedWrite[] = [];
