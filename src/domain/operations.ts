@@ -69,11 +69,12 @@ export function revocationBehaviour(lifetimes: TokenLifetimes): ResourceBehaviou
 
 /**
  * Creates a revocation, or renews the one that already holds this id: revoking an identity or an
- * API session again must also catch the tokens issued since the first time. A renewal takes effect
- * at its write time (its updatedAt, the moment tokens issued until then are revoked) and is kept
- * the full lifetime from then, and ends the API sessions created since. Named with another type, or
- * expired, it is replaced, as the established controller replaces it: a JTI revocation a caller made
- * of its own identity's id once stood in the way of revoking that identity.
+ * API session again must also catch the tokens issued since the first time. A renewal is made anew,
+ * as the established controller replaces a revocation: it takes effect at its write time (createdAt
+ * and updatedAt, the moment tokens issued until then are revoked), is kept the full lifetime from
+ * then, and ends the API sessions created since; it keeps its tags unless others are given. Named
+ * with another type, or expired, it keeps nothing of the old one: a JTI revocation a caller made of
+ * its own identity's id once stood in the way of revoking that identity.
  */
 export async function revoke(
   resources: Resources,
@@ -92,7 +93,7 @@ export async function revoke(
     const values: Record<string, unknown> = {
       type: body.type,
       tags: body.tags === undefined ? (replaced ? {} : prev.tags) : (body.tags ?? {}),
-      ...(replaced ? { createdAt: ctx.now } : {}),
+      createdAt: ctx.now,
       updatedAt: ctx.now,
       expiresAt: iso(Date.parse(ctx.now) + revocationKeepMs(lifetimes)),
     };
