@@ -162,3 +162,11 @@ describe('the walk', () => {
     expect(inputIssue({ filter: 'a\ud800' }, { keys: false })).toMatchObject({ keyword: 'unpairedSurrogate', instancePath: '/filter' });
   });
 });
+
+describe('a choice among fixed values', () => {
+  it('is refused naming the values it takes, not "must be equal to constant"', async () => {
+    const res = await call(t, 'POST', `${MGMT}/revocations`, { token: admin, body: { id: unique('choice'), type: 'Foo' } });
+    const body = expectError(res, 400, 'COULD_NOT_VALIDATE', 'type');
+    expect(body.error.cause).toMatchObject({ reason: 'must be one of JTI, IDENTITY, API_SESSION', value: 'Foo' });
+  });
+});

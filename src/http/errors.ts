@@ -10,6 +10,8 @@ interface ValidationIssue {
   params: Record<string, unknown>;
   message?: string;
   data?: unknown;
+  /** The schema of the keyword (ajv's verbose errors). */
+  schema?: unknown;
 }
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -48,13 +50,25 @@ export function validationError(issues: readonly ValidationIssue[], context: str
   if (!first) return new ApiError('COULD_NOT_VALIDATE', 'the request is invalid');
   const missing = first.keyword === 'required' ? String(first.params.missingProperty) : undefined;
   const field = fieldPath(first.instancePath, missing) || context || 'body';
-  const reason = missing !== undefined ? 'is required' : (first.message ?? 'is invalid');
+  const reason = missing !== undefined ? 'is required' : (oneOfConstants(issues, first) ?? first.message ?? 'is invalid');
   const cause: Record<string, unknown> = { field, reason };
   if (missing === undefined && !SECRET_FIELD.test(field)) {
     const value = echo(first.data);
     if (value !== undefined) cause.value = value;
   }
   return new ApiError('COULD_NOT_VALIDATE', `${field} ${reason}`, cause as { field: string; reason: string });
+}
+
+/**
+ * A choice among fixed values (a union of literals) fails as its first value's `const`, which ajv
+ * words "must be equal to constant": named instead by every value it takes.
+ */
+function oneOfConstants(issues: readonly ValidationIssue[], first: ValidationIssue): string | undefined {
+  if (first.keyword !== 'const') return undefined;
+  const choice = issues.find((i) => i.keyword === 'anyOf' && i.instancePath === first.instancePath);
+  const branches = Array.isArray(choice?.schema) ? (choice.schema as { const?: unknown }[]) : [];
+  if (branches.length === 0 || !branches.every((b) => b !== null && typeof b === 'object' && 'const' in b)) return undefined;
+  return `must be one of ${branches.map((b) => String(b.const)).join(', ')}`;
 }
 
 /** Fields whose values are never echoed back, even when they are wrong. */
