@@ -15,6 +15,7 @@ import {
   CLIENT,
   createIdentity,
   expectError,
+  holdWrites,
   json,
   MGMT,
   selfSignedCertificate,
@@ -100,21 +101,14 @@ describe('POST /enroll/ott', () => {
 
   it('answers 400, not 410, for a token whose enrollment was deleted while it was being used', async () => {
     const { token, enrollmentId } = await enrolling('deleted-meanwhile');
-    // Writes held (a listener of a marker change waits), so the delete is queued but not committed
-    // when the enrollment reads the token, and commits before the enrollment's own write.
-    const kernel = t.app.core.kernel;
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const unsubscribe = kernel.changes.subscribe((c) => (c.id === 'enroll-gate' ? gate : undefined));
-    const held = kernel.write(async (ctx) => ctx.changed({ collection: 'posture-data', kind: 'update', id: 'enroll-gate' }));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Writes held, so the delete is queued but not committed when the enrollment reads the token,
+    // and commits before the enrollment's own write.
+    const writer = await holdWrites(t);
     const deleted = call(t, 'DELETE', `${MGMT}/enrollments/${enrollmentId}`, { token: admin });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const enrolled = enrollOtt({ token, clientCsr: await csrPem() });
     await new Promise((resolve) => setTimeout(resolve, 100));
-    open();
-    unsubscribe();
-    await held;
+    await writer.release();
     expect((await deleted).statusCode).toBe(200);
     // The token was never used: it is no longer valid, not "already enrolled".
     expectError(await enrolled, 400, 'INVALID_ENROLLMENT_TOKEN');

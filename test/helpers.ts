@@ -153,6 +153,29 @@ export async function login(
   return json(res).data.token as string;
 }
 
+/**
+ * Holds the controller's writer after a commit (a listener of that commit's change waits), with the
+ * store free for reads: writes queue behind it until `release`. For tests of what happens between
+ * a request's read and its write, or while the write queue is full.
+ */
+export async function holdWrites(t: TestController): Promise<{ release: () => Promise<void> }> {
+  const kernel = t.app.core.kernel;
+  const marker = `held-${Math.random().toString(36).slice(2)}`;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const unsubscribe = kernel.changes.subscribe((c) => (c.id === marker ? gate : undefined));
+  const held = kernel.write(async (ctx) => ctx.changed({ collection: 'posture-data', kind: 'update', id: marker }));
+  // Past the turns in which the writer gathers a batch: what comes next queues behind it.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return {
+    release: async () => {
+      open();
+      unsubscribe();
+      await held;
+    },
+  };
+}
+
 /** A session token of the default admin (the controller must use ADMIN_ENV). */
 export function asAdmin(t: TestController): Promise<string> {
   return login(t, ADMIN_USERNAME, ADMIN_PASSWORD);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request as httpsRequest } from 'node:https';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ADMIN_ENV, asAdmin, authPolicyBody, CLIENT, createIdentityWithPassword, MGMT, startTestController, tempDir, type HttpsAnswer, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, authPolicyBody, CLIENT, createIdentityWithPassword, holdWrites, MGMT, startTestController, tempDir, type HttpsAnswer, type TestController } from './helpers.js';
 
 let t: TestController;
 let admin: string;
@@ -93,23 +93,17 @@ describe('a full write queue and the lockout', () => {
     expect(policy.statusCode, policy.body).toBe(201);
     const { id } = await createIdentityWithPassword(t, admin, { name: 'queue-guess', username: 'queue-guess', password: 'queue-right-1', authPolicyId: JSON.parse(policy.body).data.id });
 
-    // The writer held after a commit (a listener of its change waits; the store is free for reads),
-    // and the one place of the queue taken by a request's write.
+    // The writer held, and the one place of the queue taken by a request's write.
     const kernel = t.app.core.kernel;
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const unsubscribe = kernel.changes.subscribe((c) => (c.id === 'gate-marker' ? gate : undefined));
-    const held = kernel.write(async (ctx) => ctx.changed({ collection: 'posture-data', kind: 'update', id: 'gate-marker' }));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const writer = await holdWrites(t);
     const queued = kernel.withOrigin({ requestId: 'filler', ipAddress: '127.0.0.1' }, () => kernel.write(async () => undefined));
     expect((await send('POST', `${MGMT}/identities`, { name: 'refused-while-full', type: 'User', isAdmin: false })).statusCode).toBe(429);
 
     const guesses = [1, 2].map((n) => send('POST', `${CLIENT}/authenticate?method=password`, { username: 'queue-guess', password: `queue-wrong-${n}` }, null));
     // Both guesses are checked (Argon2id) and wait for their count to be written.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    open();
-    unsubscribe();
-    await Promise.all([held, queued]);
+    await writer.release();
+    await queued;
     expect((await Promise.all(guesses)).map((r) => [r.statusCode, JSON.parse(r.body).error.code])).toEqual([
       [401, 'INVALID_AUTH'],
       [401, 'INVALID_AUTH'],
