@@ -24,8 +24,8 @@ export interface SignedClientCertificate {
   chainPem: string;
 }
 
-export /** A CSR read and checked; the field it came in is named when it is missing or refused. */
-async function readCsr(pem: string | undefined, field: string): Promise<CheckedCsr> {
+/** A CSR read and checked; the field it came in is named when it is missing or refused. */
+export async function readCsr(pem: string | undefined, field: string): Promise<CheckedCsr> {
   if (pem === undefined || pem.trim() === '') {
     throw new ApiError('MISSING_OR_INVALID_CSR', `${field}: a PEM certificate signing request is required`, { field, reason: 'is required' });
   }
