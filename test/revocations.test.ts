@@ -11,6 +11,7 @@ import type { EntityOf } from '../src/resources/index.js';
 import {
   ADMIN_ENV,
   asAdmin,
+  authenticate,
   call,
   CHALLENGE_SESSION_INVALID,
   CLIENT,
@@ -470,12 +471,13 @@ describe('ending API sessions (behaviour.md §6)', () => {
     const hank = await person();
     const revokedAt = t.clock();
     expect((await revoke(admin, { id: hank.id, type: 'IDENTITY' })).statusCode).toBe(201);
-    // The login took its time before the revocation and queued its write behind it.
+    // The login took its time before the revocation and queued its write behind it: refused, and
+    // its session is not left behind in the lists.
     t.clock.set(revokedAt - 1);
-    const raced = await net.login(hank);
-    const res = await client(t, 'GET', '/current-api-session', raced);
-    expectError(res, 401, 'UNAUTHORIZED');
-    expect(res.headers['www-authenticate']).toBe(CHALLENGE_SESSION_INVALID);
+    const raced = await authenticate(t, hank.username, hank.password, { api: CLIENT });
+    expectError(raced, 401, 'INVALID_AUTH');
+    expect(json(raced).error.message).toBe("the identity's sessions were revoked while it logged in");
+    expect(await apiSessionsOf(hank.id)).toEqual([]);
     t.clock.set(revokedAt + 1_000);
     await expectLive(await loggedIn(hank));
   });

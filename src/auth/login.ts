@@ -22,6 +22,7 @@ import type { CertificateTrust } from './cert-trust.js';
 import { readExternalId } from './external-id.js';
 import { ExtJwtError, type ExternalJwtSigners, type Signer } from './ext-jwt.js';
 import type { AuthPolicyRulesCache } from './ext-jwt-factor.js';
+import type { Revocations } from './revocations.js';
 
 /** What a login uses: the kernel for its reads and writes, the credential caches, the throttle. */
 export interface LoginDeps {
@@ -35,6 +36,7 @@ export interface LoginDeps {
   certificateTrust: Pick<CertificateTrust, 'verify'>;
   externalJwtSigners: Pick<ExternalJwtSigners, 'verify'>;
   authPolicyRules: Pick<AuthPolicyRulesCache, 'get'>;
+  revocations: Pick<Revocations, 'isRevoked'>;
   /** Counts each primary login by method and outcome. */
   metrics?: { login(method: LoginMethod, result: LoginOutcome): void };
 }
@@ -375,5 +377,11 @@ async function openSession(
     isCertExtendable: req.method === 'cert' && authenticator?.isIssuedByNetwork === true,
     improperClientCertChain,
   });
+  // An IDENTITY revocation that committed while the login ran names its session too (dated before
+  // it): the sweep at the revocation missed it, so it ends here rather than lingering in the lists.
+  if (core.revocations.isRevoked('IDENTITY', identity.id, session.createdAt)) {
+    await core.sessions.delete(session.id);
+    throw invalidAuth("the identity's sessions were revoked while it logged in");
+  }
   return { session, token, identity };
 }
