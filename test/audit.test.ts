@@ -154,6 +154,9 @@ describe('recording', () => {
     expect(mfa.map((e) => e.action)).toEqual(['delete', 'update', 'create']);
     expect(mfa[1].changes).toMatchObject({ before: { isVerified: false }, after: { isVerified: true } });
     expect(mfa.filter((e) => e.action === 'delete')[0].actor.name).toBe(adminName);
+    // The admin's removal ended the MFA pass of alice's session: the event shows when it was given.
+    const [passEnded] = await events(`entityType = "api-sessions" and action = "update" and actor.name = "${adminName}"`);
+    expect(passEnded.changes).toEqual({ before: { mfaPassedAt: expect.stringMatching(/^\d{4}-/) }, after: { mfaPassedAt: null } });
 
     const passwordChange = await events(`entityType = "authenticators" and entityId = "${alice.authenticatorId}" and actor.name = "alice"`);
     expect(passwordChange.length).toBeGreaterThan(0);
@@ -220,6 +223,28 @@ describe('recording', () => {
     const all = await events(`entityId = "${started.id}"`);
     expect(all.length).toBe(before + 2);
     expect(all[0]).toMatchObject({ action: 'delete', actor: { name: 'carol' } });
+  });
+
+  it("records a change of an identity's service-config overrides with the overrides before and after", async () => {
+    const created = async (path: string, body: Record<string, unknown>) => {
+      const res = await call(t, 'POST', `${MGMT}/${path}`, { token: admin, body });
+      expect(res.statusCode, res.body).toBe(201);
+      return json(res).data.id as string;
+    };
+    const typeId = await created('config-types', { name: 'audit-type', schema: {} });
+    const [first, second] = [await created('configs', { name: 'audit-cfg-1', configTypeId: typeId, data: {} }), await created('configs', { name: 'audit-cfg-2', configTypeId: typeId, data: {} })];
+    const serviceId = await created('services', { name: 'audit-web' });
+    const dana = await created('identities', { name: 'dana', type: 'User', isAdmin: false });
+    const overrides = `${MGMT}/identities/${dana}/service-configs`;
+    expect((await call(t, 'POST', overrides, { token: admin, body: [{ serviceId, configId: first }] })).statusCode).toBe(200);
+    expect((await call(t, 'POST', overrides, { token: admin, body: [{ serviceId, configId: second }] })).statusCode).toBe(200);
+    expect((await call(t, 'DELETE', overrides, { token: admin, body: [] })).statusCode).toBe(200);
+    const changes = (await events(`entityType = "identities" and entityId = "${dana}" and action = "update"`)).map((e) => ({ name: e.entityName, ...e.changes }));
+    expect(changes).toEqual([
+      { name: 'dana', before: { serviceConfigs: [{ serviceId, configId: second }] }, after: { serviceConfigs: [] } },
+      { name: 'dana', before: { serviceConfigs: [{ serviceId, configId: first }] }, after: { serviceConfigs: [{ serviceId, configId: second }] } },
+      { name: 'dana', before: { serviceConfigs: [] }, after: { serviceConfigs: [{ serviceId, configId: first }] } },
+    ]);
   });
 
   it('records nothing for a write that fails, nor for reads', async () => {

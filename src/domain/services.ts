@@ -389,6 +389,7 @@ export async function associateIdentityServiceConfigs(
     await assertIdentity(ctx.tx, resources, identityId);
     await assertMayManage(ctx, identityId);
     if (pairs.length === 0) return;
+    const before = await overridesOf(ctx, identityId);
     const serviceIds = [...new Set(pairs.map((p) => p.serviceId))];
     const configIds = [...new Set(pairs.map((p) => p.configId))];
     const services = new Set(
@@ -436,7 +437,7 @@ export async function associateIdentityServiceConfigs(
         .values({ identity_id: identityId, service_id: serviceId, config_id: configId })
         .execute();
     }
-    ctx.changed({ collection: 'identities', kind: 'update', id: identityId });
+    await overridesChanged(ctx, identityId, before);
   }, actor);
 }
 
@@ -450,6 +451,7 @@ export async function disassociateIdentityServiceConfigs(
   await resources.write(async (ctx) => {
     await assertIdentity(ctx.tx, resources, identityId);
     await assertMayManage(ctx, identityId);
+    const before = await overridesOf(ctx, identityId);
     const base = ctx.tx.deleteFrom('identity_service_configs').where('identity_id', '=', identityId);
     if (!pairs || pairs.length === 0) {
       await base.execute();
@@ -463,8 +465,37 @@ export async function disassociateIdentityServiceConfigs(
           .execute();
       }
     }
-    ctx.changed({ collection: 'identities', kind: 'update', id: identityId });
+    await overridesChanged(ctx, identityId, before);
   }, actor);
+}
+
+/** An identity's overrides as pairs, in a stable order (for the audit log). */
+async function overridesOf(ctx: WriteContext, identityId: string): Promise<ServiceConfigPair[]> {
+  const rows = await ctx.tx
+    .selectFrom('identity_service_configs')
+    .select(['service_id', 'config_id'])
+    .where('identity_id', '=', identityId)
+    .orderBy('service_id')
+    .orderBy('config_id')
+    .execute();
+  return rows.map((r) => ({ serviceId: String(r.service_id), configId: String(r.config_id) }));
+}
+
+/**
+ * Announces a change of an identity's overrides. The identity's record holds none of them, so the
+ * audit log gets the overrides themselves, before and after, in place of an image of the record.
+ */
+async function overridesChanged(ctx: WriteContext, identityId: string, before: ServiceConfigPair[]): Promise<void> {
+  ctx.changed({ collection: 'identities', kind: 'update', id: identityId }, { audited: false });
+  const identity = await ctx.tx.selectFrom('identities').select('name').where('id', '=', identityId).executeTakeFirst();
+  ctx.audit({
+    action: 'update',
+    entityType: 'identities',
+    entityId: identityId,
+    entityName: identity ? String(identity.name) : null,
+    before: { serviceConfigs: before },
+    after: { serviceConfigs: await overridesOf(ctx, identityId) },
+  });
 }
 
 // ---- seeding -------------------------------------------------------------------------------------
