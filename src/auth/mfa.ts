@@ -81,14 +81,18 @@ function invalidCode(): ApiError {
  * passed MFA for posture checks (they stay logged in; what they reach may shrink).
  */
 export async function endMfaPasses(ctx: Pick<WriteContext, 'tx' | 'changed'>, identityId: string): Promise<void> {
+  // Read first: the audit log shows when each pass was given (an update returns only what it set).
   const ended = await ctx.tx
-    .updateTable('api_sessions')
-    .set({ mfa_passed_at: null })
+    .selectFrom('api_sessions')
+    .select(['id', 'mfa_passed_at'])
     .where('identity_id', '=', identityId)
     .where('mfa_passed_at', 'is not', null)
-    .returning('id')
     .execute();
-  for (const r of ended) ctx.changed({ collection: 'api-sessions', kind: 'update', id: String(r.id), ownerId: identityId });
+  if (ended.length === 0) return;
+  await ctx.tx.updateTable('api_sessions').set({ mfa_passed_at: null }).where('identity_id', '=', identityId).where('mfa_passed_at', 'is not', null).execute();
+  for (const r of ended) {
+    ctx.changed({ collection: 'api-sessions', kind: 'update', id: String(r.id), ownerId: identityId }, { before: { mfaPassedAt: r.mfa_passed_at }, after: { mfaPassedAt: null } });
+  }
 }
 
 export class Mfa implements Cache {
