@@ -242,6 +242,10 @@ describe('edge routers are routers too', () => {
     }
     const policies = json(await call(t, 'GET', `${MGMT}/edge-router-policies?filter=${encodeURIComponent(`name = "edge-router-${id}-system"`)}`, { token: admin }));
     expect(policies.data).toEqual([]);
+    // In the audit log the edge router is deleted once (and its tunneler identity, of the same id),
+    // not a second time as a record of the path it was asked at.
+    const audited = json(await call(t, 'GET', `${MGMT}/audit-events?filter=${encodeURIComponent(`entityId = "${id}" and action = "delete"`)}`, { token: admin }));
+    expect(audited.data.map((e: { entityType: string }) => e.entityType).sort()).toEqual(['edge-routers', 'identities']);
   });
 
   it('names are unique across every router, whichever path writes them', async () => {

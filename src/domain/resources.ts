@@ -267,8 +267,9 @@ export class ResourceService<E extends Entity = Entity> {
   async deleteIn(ctx: WriteContext, id: string): Promise<E> {
     const prev = await this.existing(ctx.tx, id, 'delete');
     await this.behaviour.beforeDelete?.(ctx, prev);
+    let deleted: boolean;
     try {
-      await this.repo.delete(ctx.tx, id);
+      deleted = await this.repo.delete(ctx.tx, id);
     } catch (err) {
       if (this.store.dialect.isForeignKeyViolation(err)) {
         throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the ${this.def.label} ${id} is referenced by other records`);
@@ -276,7 +277,9 @@ export class ResourceService<E extends Entity = Entity> {
       throw err;
     }
     await this.behaviour.afterDelete?.(ctx, prev);
-    ctx.changed(this.change('delete', prev), { before: prev });
+    // A record of another table read through this collection's view (an edge router deleted at
+    // /routers) was deleted by its own collection's hook, which the audit log records once.
+    ctx.changed(this.change('delete', prev), { before: prev, audited: deleted });
     return prev;
   }
 
