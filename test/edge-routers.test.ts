@@ -336,6 +336,29 @@ describe('tunneler-enabled edge routers', () => {
     await call(t, 'DELETE', `${MGMT}/edge-router-policies/${all}`, { token: admin });
   });
 
+  it('turning tunneling off (or deleting the router) takes its identity out of policies naming it by id', async () => {
+    const id = await createRouter({ name: 'tun-named', isTunnelerEnabled: true });
+    const service = json(await call(t, 'POST', `${MGMT}/services`, { token: admin, body: { name: 'tun-named-svc' } })).data.id as string;
+    const created = await call(t, 'POST', `${MGMT}/service-policies`, {
+      token: admin,
+      body: { name: 'tun-named-bind', type: 'Bind', semantic: 'AnyOf', identityRoles: [`@${id}`], serviceRoles: [`@${service}`] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const policy = `${MGMT}/service-policies/${json(created).data.id as string}`;
+    const bound = async () => (json(await call(t, 'GET', `${policy}/identities`, { token: admin })).data as { id: string }[]).map((i) => i.id);
+    expect(await bound()).toEqual([id]);
+
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { isTunnelerEnabled: false } })).statusCode).toBe(200);
+    expect(json(await call(t, 'GET', policy, { token: admin })).data.identityRoles).toEqual([]);
+    // The identity made again when tunneling is back is not bound by the policy written for the old one.
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { isTunnelerEnabled: true } })).statusCode).toBe(200);
+    expect(await bound()).toEqual([]);
+
+    expect((await call(t, 'PATCH', policy, { token: admin, body: { identityRoles: [`@${id}`] } })).statusCode).toBe(200);
+    expect((await call(t, 'DELETE', `${URL}/${id}`, { token: admin })).statusCode).toBe(200);
+    expect(json(await call(t, 'GET', policy, { token: admin })).data.identityRoles).toEqual([]);
+  });
+
   it('renaming the router renames the identity', async () => {
     const id = await createRouter({ name: 'tun-rename', isTunnelerEnabled: true });
     expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { name: 'tun-renamed' } })).statusCode).toBe(200);

@@ -124,7 +124,7 @@ export function roleLinkBehaviour(kind: RoleKind, links: PolicyLinks): ResourceB
  * does: an entity made again with that id (a router's tunneler identity) is not selected again by
  * policies written for the one that is gone.
  */
-async function dropIdRoles(ctx: WriteContext, links: PolicyLinks, kind: RoleKind, entityId: string): Promise<void> {
+export async function dropIdRoles(ctx: WriteContext, links: PolicyLinks, kind: RoleKind, entityId: string): Promise<void> {
   for (const { list, policyId } of await links.naming(ctx, kind, entityId)) {
     const policy = await ctx.resources.get(list.collection).repo.get(ctx.tx, policyId);
     if (!policy) continue;

@@ -7,6 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, fieldError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { PolicyLinks } from '../policy/links.js';
+import { dropIdRoles } from './policies.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import type { EntityOf } from '../resources/index.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
@@ -221,6 +222,9 @@ async function removeTunneler(ctx: WriteContext, links: PolicyLinks, routerId: s
   if (identity && identity.type === 'Router') {
     await ctx.remove('identities', identity.id);
     await links.forgetEntity(ctx, 'identity', identity.id);
+    // As for any deleted identity: a policy naming it by id must not select the identity made
+    // again with the same id when tunneling is turned back on.
+    await dropIdRoles(ctx, links, 'identity', identity.id);
   }
 }
 
