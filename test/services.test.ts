@@ -283,6 +283,25 @@ describe('lists', () => {
     ]);
     expectError(await call(t, 'GET', `${base}?filter=${encodeURIComponent('configs = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
   });
+
+  // behaviour.md §3: icontains ignores case, for every letter and not only A-Z.
+  it('icontains and not icontains ignore the case of letters beyond ASCII', async () => {
+    await createService({ name: 'svc-Überwachung', roleAttributes: ['Zürich-ops'], tags: { city: 'Ålesund' } });
+    await createService({ name: 'svc-ueber', roleAttributes: ['zurich'], tags: { city: 'alesund' } });
+    const names = async (filter: string) => {
+      const res = await call(t, 'GET', `${base}?filter=${encodeURIComponent(filter)}&sort=name`, { token: admin });
+      expect(res.statusCode, res.body).toBe(200);
+      return json(res).data.map((s: any) => s.name);
+    };
+    expect(await names('name icontains "über"')).toEqual(['svc-Überwachung']);
+    expect(await names('name icontains "SVC-ÜBERWACHUNG"')).toEqual(['svc-Überwachung']);
+    expect(await names('anyOf(roleAttributes) icontains "ZÜRICH"')).toEqual(['svc-Überwachung']);
+    expect(await names('tags.city icontains "ålesund"')).toEqual(['svc-Überwachung']);
+    expect(await names('tags.city icontains "ALESUND"')).toEqual(['svc-ueber']);
+    expect(await names('name icontains "svc-ü" or name icontains "svc-ue"')).toEqual(['svc-ueber', 'svc-Überwachung']);
+    expect(await names('name not icontains "ÜBER" and tags.city icontains "lesund"')).toEqual(['svc-ueber']);
+    expect(await names('name contains "über"')).toEqual([]);
+  });
 });
 
 describe('GET /services/{id}/configs', () => {

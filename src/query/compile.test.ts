@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { Kysely, sql, SqliteDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../errors.js';
-import { sqliteFlavor } from '../store/sqlite-flavor.js';
+import { registerFlavorFunctions, sqliteFlavor } from '../store/sqlite-flavor.js';
 import type { FilterField, FilterSymbols } from './ast.js';
 import { checkQuery, compileWhere, MAX_ARRAY_ITEMS, MAX_PREDICATES, parseFilter } from './index.js';
 
@@ -74,6 +74,7 @@ let db: Kysely<Db>;
 
 beforeAll(async () => {
   database = new Database(':memory:');
+  registerFlavorFunctions(database);
   database.exec(`create table t (
     id integer primary key,
     name text,

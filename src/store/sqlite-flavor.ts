@@ -1,7 +1,22 @@
-// The filter compiler's dialect hooks for SQLite (JSON1 functions, booleans stored as 0/1).
+// The filter compiler's dialect hooks for SQLite (JSON1 functions, booleans stored as 0/1), and the
+// SQL function they need that SQLite lacks.
 
+import type Database from 'better-sqlite3';
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import { TAG_KEY_PATTERN, type SqlFlavor } from '../query/flavor.js';
+
+/** Upper-cases text by Unicode rules (SQLite's own upper() and lower() fold A-Z only). */
+const FOLD_CASE = 'overlay_fold_case';
+
+/**
+ * Registers the functions the flavor's SQL calls; every connection that runs compiled filters needs
+ * them. Deterministic, so SQLite folds a bound parameter once per query, not once per row.
+ */
+export function registerFlavorFunctions(database: Pick<Database.Database, 'function'>): void {
+  database.function(FOLD_CASE, { deterministic: true }, (value: unknown) =>
+    typeof value === 'string' ? value.toUpperCase() : value,
+  );
+}
 
 /**
  * The JSON path of a top-level tag, bound as a parameter. The key is also checked against the tag key
@@ -17,11 +32,11 @@ export const sqliteFlavor: SqlFlavor = {
 
   bool: (value) => sql.val(value ? 1 : 0),
 
-  // instr() is a plain substring search: no wildcards to escape. lower() folds ASCII letters only
-  // (SQLite without ICU), so icontains ignores case for A-Z.
+  // instr() is a plain substring search: no wildcards to escape. Both sides are upper-cased, as the
+  // established controller does, so "über" finds "Überwachung".
   contains: (haystack, needle, caseInsensitive) =>
     caseInsensitive
-      ? sql<SqlBool>`(instr(lower(${haystack}), lower(${needle})) > 0)`
+      ? sql<SqlBool>`(instr(${sql.raw(FOLD_CASE)}(${haystack}), ${sql.raw(FOLD_CASE)}(${needle})) > 0)`
       : sql<SqlBool>`(instr(${haystack}, ${needle}) > 0)`,
 
   arrayLength: (column) => sql<number>`json_array_length(${column})`,

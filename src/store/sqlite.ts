@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { Kysely, SqliteDialect, sql, type CompiledQuery, type QueryResult } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { ColumnInfo, Dialect, Executor, Tx } from './dialect.js';
-import { sqliteFlavor } from './sqlite-flavor.js';
+import { registerFlavorFunctions, sqliteFlavor } from './sqlite-flavor.js';
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js';
 
 const DDL: Record<ColumnType, string> = {
@@ -133,6 +133,7 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
   // Synced at checkpoints by SQLite, and by `durable()` after commits (above).
   database.pragma(inMemory ? 'synchronous = FULL' : 'synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
+  registerFlavorFunctions(database);
   // The WAL exists once WAL mode is on; opened to flush it (never written through this descriptor).
   const walFd = inMemory ? undefined : openSync(`${path}-wal`, 'a', FILE_MODE);
   const checkpointer = inMemory ? undefined : startCheckpointer(database, path, options.checkpointer);
@@ -236,6 +237,7 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
       if (path === ':memory:' || path === '') return { db, close: async () => undefined };
       const database = new Database(path, { readonly: true, fileMustExist: true });
       database.pragma('busy_timeout = 5000');
+      registerFlavorFunctions(database);
       const reader = new Kysely({ dialect: new SqliteDialect({ database }) });
       return { db: reader, close: () => reader.destroy() };
     },
