@@ -519,7 +519,7 @@ describe('list', () => {
     expectError(await call(t, 'GET', `${MGMT}/identities?${q('nope = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
     expectError(await call(t, 'GET', `${MGMT}/identities?${q('appData = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
     expectError(await call(t, 'GET', `${MGMT}/identities?limit=abc`, { token: admin }), 400, 'INVALID_PAGINATION');
-    expectError(await call(t, 'GET', `${MGMT}/identities?offset=-1`, { token: admin }), 400, 'INVALID_PAGINATION');
+    expectError(await call(t, 'GET', `${MGMT}/identities?offset=1.5`, { token: admin }), 400, 'INVALID_PAGINATION', 'offset');
     expectError(await call(t, 'GET', `${MGMT}/identities?sort=nope`, { token: admin }), 400, 'INVALID_SORT_IDENTIFIER');
   });
 

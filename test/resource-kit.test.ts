@@ -271,10 +271,45 @@ describe('lists', () => {
     expect(big.data).toHaveLength(25);
   });
 
-  it.each(['limit=x', 'limit=-1', 'offset=1.5', 'limit=1e3', 'limit=99999999999'])('%s → 400 INVALID_PAGINATION', async (q) => {
+  it.each(['limit=x', 'offset=1.5', 'limit=1e3', 'offset=--1', 'limit=0x10'])('%s → 400 INVALID_PAGINATION', async (q) => {
     const res = await app.inject({ method: 'GET', url: `/api/widgets?${q}` });
     expect(res.statusCode).toBe(400);
     expect(json(res).error.code).toBe('INVALID_PAGINATION');
+  });
+
+  // behaviour.md §2 refuses only a limit or offset that is not an integer; any integer is normalised
+  // as the established controller does: 0 or below -1 is the default, -1 every row (answered as -1),
+  // above 500 is 500; an offset below 0 is 0, above 100000 is 100000. The filter's clauses likewise.
+  it.each([
+    ['limit=100000000000', { limit: 500, offset: 0 }, 25],
+    ['limit=99999999999999999999999', { limit: 500, offset: 0 }, 25],
+    [`filter=${encodeURIComponent('limit 99999999999')}`, { limit: 500, offset: 0 }, 25],
+    ['limit=&offset=', { limit: 10, offset: 0 }, 10],
+    ['limit=0', { limit: 10, offset: 0 }, 10],
+    [`filter=${encodeURIComponent('limit 0')}&limit=20`, { limit: 10, offset: 0 }, 10],
+    ['limit=-5', { limit: 10, offset: 0 }, 10],
+    [`filter=${encodeURIComponent('limit -2')}`, { limit: 10, offset: 0 }, 10],
+    ['limit=-1', { limit: -1, offset: 0 }, 25],
+    [`filter=${encodeURIComponent('limit -1')}`, { limit: -1, offset: 0 }, 25],
+    [`filter=${encodeURIComponent('limit none')}`, { limit: -1, offset: 0 }, 25],
+    [`filter=${encodeURIComponent('true limit none')}&limit=3`, { limit: -1, offset: 0 }, 25],
+    ['limit=%2B5&offset=%2B20', { limit: 5, offset: 20 }, 5],
+    ['offset=-1', { limit: 10, offset: 0 }, 10],
+    [`filter=${encodeURIComponent('skip -1')}`, { limit: 10, offset: 0 }, 10],
+    ['offset=200000', { limit: 10, offset: 100000 }, 0],
+    [`filter=${encodeURIComponent('skip 99999999999 limit 2')}`, { limit: 2, offset: 100000 }, 0],
+  ])('%s pages as %o', async (q, pagination, rows) => {
+    const res = await app.inject({ method: 'GET', url: `/api/widgets?${q}` });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(json(res).meta.pagination).toEqual({ ...pagination, totalCount: 25 });
+    expect(json(res).data).toHaveLength(rows);
+  });
+
+  it.each(['limit 1.5', 'skip 0.5', 'limit abc', 'skip none', 'limit -1.0'])('filter %s → 400 INVALID_FILTER', async (filter) => {
+    const res = await app.inject({ method: 'GET', url: `/api/widgets?filter=${encodeURIComponent(filter)}` });
+    expect(res.statusCode).toBe(400);
+    expect(json(res).error.code).toBe('INVALID_FILTER');
+    expect(json(res).error.cause.field).toBe('filter');
   });
 
   const filters: [string, string[]][] = [
@@ -301,9 +336,10 @@ describe('lists', () => {
     expect(body.meta.pagination).toEqual({ limit: 3, offset: 1, totalCount: 25 });
   });
 
-  it('limit none returns every row', async () => {
+  it('limit none returns every row and answers limit -1', async () => {
     const body = json(await app.inject({ method: 'GET', url: `/api/widgets?filter=${encodeURIComponent('limit none')}` }));
     expect(body.data).toHaveLength(25);
+    expect(body.meta.pagination).toEqual({ limit: -1, offset: 0, totalCount: 25 });
   });
 
   it.each([

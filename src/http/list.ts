@@ -8,9 +8,13 @@ import type { Meta } from './envelope.js';
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 500;
+export const MAX_OFFSET = 100_000;
 export const MAX_FILTER_LENGTH = 4096;
+/** The limit that asks for every row, as the query parameter and the filter write it and answers show it. */
+const EVERY_ROW = -1;
 
-const INTEGER = /^\d{1,10}$/;
+/** An integer of any size, signed or not; an integer past the bounds is brought within them below. */
+const INTEGER = /^[+-]?\d+$/;
 
 function single(query: Record<string, unknown>, key: string): string | undefined {
   const v = query[key];
@@ -22,19 +26,33 @@ function single(query: Record<string, unknown>, key: string): string | undefined
 function integer(query: Record<string, unknown>, key: string): number | undefined {
   const raw = single(query, key);
   if (raw === undefined || raw === '') return undefined;
-  if (!INTEGER.test(raw) || Number(raw) > 2 ** 31 - 1) {
-    throw new ApiError('INVALID_PAGINATION', `${key} must be a non-negative integer`, {
+  if (!INTEGER.test(raw)) {
+    throw new ApiError('INVALID_PAGINATION', `${key} must be an integer`, {
       field: key,
-      reason: 'must be a non-negative integer',
+      reason: 'must be an integer',
       value: raw.slice(0, 64),
     });
   }
   return Number(raw);
 }
 
+/**
+ * The page a list answers, from the limit and offset asked for (the filter's `limit` and `skip` winning
+ * over the query parameters). Any integer is taken, normalised as the established controller does:
+ * a limit of 0 or below -1 is the default, -1 (or `none`) every row, one above MAX_LIMIT is MAX_LIMIT;
+ * a negative offset is 0, one above MAX_OFFSET is MAX_OFFSET.
+ */
+function pageOf(limit: number | 'none' | undefined, offset: number | undefined): { limit: number | null; offset: number } {
+  let rows: number | null;
+  if (limit === 'none' || limit === EVERY_ROW) rows = null;
+  else if (limit === undefined || limit === 0 || limit < EVERY_ROW) rows = DEFAULT_LIMIT;
+  else rows = Math.min(limit, MAX_LIMIT);
+  return { limit: rows, offset: Math.min(Math.max(offset ?? 0, 0), MAX_OFFSET) };
+}
+
 export interface ListRequest {
   query: ListQuery;
-  /** For meta.pagination; limit is the page size asked for (every row: the total). */
+  /** For meta.pagination: the page size (null: every row, answered as -1) and offset of the query. */
   limit: number | null;
   offset: number;
 }
@@ -44,8 +62,8 @@ export function parseList(
   spec: FilterSpec,
   flavor: SqlFlavor,
 ): ListRequest {
-  let limit: number | null = integer(raw, 'limit') ?? DEFAULT_LIMIT;
-  let offset = integer(raw, 'offset') ?? 0;
+  const limitParam = integer(raw, 'limit');
+  const offsetParam = integer(raw, 'offset');
   const filterText = single(raw, 'filter') ?? '';
   if (filterText.length > MAX_FILTER_LENGTH) {
     throw new ApiError('INVALID_FILTER', `the filter is longer than ${MAX_FILTER_LENGTH} characters`, {
@@ -60,9 +78,7 @@ export function parseList(
   const parsed = parseFilter(filterText);
   const sort = parsed.sort ?? (sortText ? parseSort(sortText) : []);
   checkQuery({ ...parsed, sort }, spec.symbols, spec.sortable);
-  if (parsed.limit !== undefined) limit = parsed.limit === 'none' ? null : parsed.limit;
-  if (parsed.skip !== undefined) offset = parsed.skip;
-  if (limit !== null) limit = Math.min(limit, MAX_LIMIT);
+  const { limit, offset } = pageOf(parsed.limit ?? limitParam, parsed.skip ?? offsetParam);
   // `true` alone is how clients say "no condition"; without a where the lists keep their fast paths.
   const where = parsed.where?.kind === 'constant' && parsed.where.value ? undefined : parsed.where;
   return {
@@ -79,7 +95,7 @@ export function parseList(
 
 export function listMeta(list: ListRequest, total: number, spec: FilterSpec): Partial<Meta> {
   return {
-    pagination: { limit: list.limit ?? total, offset: list.offset, totalCount: total },
+    pagination: { limit: list.limit ?? EVERY_ROW, offset: list.offset, totalCount: total },
     filterableFields: spec.fields,
   };
 }

@@ -39,8 +39,8 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 
 export const ListQuerySchema = Type.Object(
   {
-    limit: Type.Optional(Type.String({ description: 'page size, default 10, at most 500' })),
-    offset: Type.Optional(Type.String({ description: 'rows to skip, default 0' })),
+    limit: Type.Optional(Type.String({ description: 'page size, default 10 (also for 0), at most 500 (larger is 500); -1: every row' })),
+    offset: Type.Optional(Type.String({ description: 'rows to skip, default 0, at most 100000 (larger is 100000)' })),
     filter: Type.Optional(Type.String({ description: 'filter expression (see the filter language)' })),
     sort: Type.Optional(Type.String({ description: 'sort, e.g. "name desc,createdAt"' })),
   },

@@ -35,6 +35,7 @@ export interface SortOrigin {
 export interface ParsedQuery {
   where?: Expr;
   sort?: SortKey[];
+  /** As written: any integer, negative or past the safe range too (the list decides the page). */
   skip?: number;
   limit?: number | 'none';
   /** The filter text this was parsed from; error causes quote it. */

@@ -15,7 +15,7 @@ export type * from './ast.js';
 export type { SqlFlavor } from './flavor.js';
 export { TAG_KEY_PATTERN } from './flavor.js';
 export { normaliseDateTime } from './datetime.js';
-export { MAX_ARRAY_ITEMS, MAX_DEPTH, MAX_LIMIT, MAX_PREDICATES, MAX_SKIP, MAX_VALUES } from './parser.js';
+export { MAX_ARRAY_ITEMS, MAX_DEPTH, MAX_PREDICATES, MAX_VALUES } from './parser.js';
 
 function rethrow(err: unknown, convert: (p: QueryProblem) => ApiError): never {
   if (err instanceof QueryProblem) throw convert(err);

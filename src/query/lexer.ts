@@ -35,7 +35,7 @@ export interface Token {
   pos: number;
   /** Decoded string, normalised datetime. */
   str?: string;
-  /** Numeric value of a number token. */
+  /** Numeric value of a number token; Infinity, or an inexact integer, when out of range. */
   num?: number;
 }
 
@@ -131,12 +131,9 @@ export class Lexer {
         while (end < n && (isSegmentPart(src[end]!) || src[end] === '.')) end++;
         throw new QueryProblem(start, `invalid number ${quote(src.slice(start, end))}`);
       }
+      // Whether the value is in range is for the parser: a literal must be, a page size need not.
       const text = src.slice(start, i);
-      const num = Number(text);
-      if (!Number.isFinite(num) || (!text.includes('.') && !Number.isSafeInteger(num))) {
-        throw new QueryProblem(start, `number ${quote(text)} is out of range`);
-      }
-      return token({ kind: 'number', text, pos: start, num });
+      return token({ kind: 'number', text, pos: start, num: Number(text) });
     }
 
     if (isIdentStart(c)) {

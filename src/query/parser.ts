@@ -16,7 +16,10 @@
 //   value      := string | number | "true" | "false" | "null" | datetime
 //   sort       := "sort" "by" sortList
 //   sortList   := name ["asc" | "desc"] ("," name ["asc" | "desc"])*
-//   skip       := "skip" N          limit := "limit" (N | "none")     N: integer 0..2^31-1
+//   skip       := "skip" N          limit := "limit" (N | "none")     N: an integer, negative too
+//
+// The integers of `skip` and `limit` are taken as written, out of range too; the list decides the
+// page they give (http/list.ts).
 //
 // Keywords are case-insensitive. The words in RESERVED cannot be field names; the function names and
 // `by`, `asc`, `desc`, `none` are keywords only where the grammar expects them.
@@ -41,8 +44,6 @@ export const MAX_DEPTH = 32;
 export const MAX_ARRAY_ITEMS = 1000;
 export const MAX_PREDICATES = 1000;
 export const MAX_VALUES = 5000;
-export const MAX_SKIP = 2 ** 31 - 1;
-export const MAX_LIMIT = 2 ** 31 - 1;
 
 const RESERVED = new Set([
   'and',
@@ -169,7 +170,7 @@ class Parser {
     }
     if (this.isKw('skip')) {
       this.next();
-      q.skip = this.parseCount('skip', MAX_SKIP);
+      q.skip = this.parseCount('skip');
       follow.length = 0;
     }
     if (this.isKw('limit')) {
@@ -178,7 +179,7 @@ class Parser {
         this.next();
         q.limit = 'none';
       } else {
-        q.limit = this.parseCount('limit', MAX_LIMIT, ' or "none"');
+        q.limit = this.parseCount('limit', ' or "none"');
       }
       follow.length = 0;
     }
@@ -232,15 +233,11 @@ class Parser {
     }
   }
 
-  private parseCount(clause: 'skip' | 'limit', max: number, alt = ''): number {
+  private parseCount(clause: 'skip' | 'limit', alt = ''): number {
     const tok = this.peek();
-    if (tok.kind !== 'number' || tok.text.includes('.') || tok.text.startsWith('-')) {
-      this.fail(tok, `a non-negative integer${alt} after "${clause}"`);
-    }
-    const value = tok.num!;
-    if (value > max) throw new QueryProblem(tok.pos, `${clause} must be at most ${max}, found ${tok.text}`);
+    if (tok.kind !== 'number' || tok.text.includes('.')) this.fail(tok, `an integer${alt} after "${clause}"`);
     this.next();
-    return value;
+    return tok.num!;
   }
 
   // ---- expressions ----
@@ -379,9 +376,14 @@ class Parser {
       case 'string':
         lit = { kind: 'string', value: tok.str!, pos: tok.pos };
         break;
-      case 'number':
-        lit = { kind: 'number', value: tok.num!, integer: !tok.text.includes('.'), pos: tok.pos };
+      case 'number': {
+        const integer = !tok.text.includes('.');
+        if (!Number.isFinite(tok.num) || (integer && !Number.isSafeInteger(tok.num))) {
+          throw new QueryProblem(tok.pos, `number ${quote(tok.text)} is out of range`);
+        }
+        lit = { kind: 'number', value: tok.num!, integer, pos: tok.pos };
         break;
+      }
       case 'datetime':
         lit = { kind: 'datetime', value: tok.str!, pos: tok.pos };
         break;
