@@ -305,6 +305,25 @@ describe('lists', () => {
     expect(json(res).data).toHaveLength(rows);
   });
 
+  // behaviour.md names no bound on the filter's length; the bound is 16 KiB, with the bounds on nesting
+  // and conditions kept, so a filter naming a few hundred entities is taken.
+  it('takes a filter of up to 16384 characters and refuses a longer one naming filter', async () => {
+    const names = Array.from({ length: 300 }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    const filter = `${names.map((n) => `name = "${n}"`).join(' or ')} sort by name`;
+    expect(filter.length).toBeGreaterThan(5000);
+    const res = await app.inject({ method: 'GET', url: `/api/widgets?filter=${encodeURIComponent(filter)}` });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(json(res).data.map((w: { name: string }) => w.name)).toEqual(names.slice(0, 10));
+    expect(json(res).meta.pagination.totalCount).toBe(25);
+    const longest = `name = "${'x'.repeat(16384 - 9)}"`;
+    expect(longest).toHaveLength(16384);
+    const at = await app.inject({ method: 'GET', url: `/api/widgets?filter=${encodeURIComponent(longest)}` });
+    expect(at.statusCode, at.body).toBe(200);
+    const over = await app.inject({ method: 'GET', url: `/api/widgets?filter=${encodeURIComponent(`${longest} `)}` });
+    expect(over.statusCode).toBe(400);
+    expect(json(over).error).toMatchObject({ code: 'INVALID_FILTER', cause: { field: 'filter' } });
+  });
+
   it.each(['limit 1.5', 'skip 0.5', 'limit abc', 'skip none', 'limit -1.0'])('filter %s → 400 INVALID_FILTER', async (filter) => {
     const res = await app.inject({ method: 'GET', url: `/api/widgets?filter=${encodeURIComponent(filter)}` });
     expect(res.statusCode).toBe(400);
