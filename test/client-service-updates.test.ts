@@ -125,6 +125,7 @@ describe('lastChangeAt moves when the caller\u2019s list changes', () => {
     ['a service of its list', () => net.patch('services', ids.web!, { maxIdleTimeMillis: 60_000 }), ['alice', 'bob']],
     ['a config of its services', () => net.patch('configs', ids.intercept!, { data: { ...INTERCEPT, addresses: ['new.corp.example'] } }), ['alice', 'bob']],
     ['the name of a config type of its services', () => net.patch('config-types', ids.type!, { name: 'custom.v2' }), ['alice', 'bob']],
+    ['a config of its services deleted', () => net.remove('configs', ids.custom!), ['alice', 'bob']],
     [
       'its own service-config override',
       async () => {

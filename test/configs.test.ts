@@ -1,6 +1,7 @@
 // Configs on the Management API: data checked against the type's schema (with the failing path),
-// the type reference, fixed config type, delete rules while in use, the services using a config,
-// and who may do what.
+// the type reference, fixed config type, delete (taking the config off the services and routers
+// using it; refused while an identity override uses it), the services using a config, and who may
+// do what.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -195,19 +196,27 @@ describe('delete', () => {
     expectError(await call(t, 'GET', `${base}/${id}`, { token: admin }), 404, 'NOT_FOUND');
   });
 
-  it('refuses with 409 while a service uses it, and after the service lets go', async () => {
+  it('deletes a config services use, removing it from their configs in the same write', async () => {
     const id = await createConfig({ name: 'cfg-del-svc' });
-    const serviceId = await createService({ name: 'cfg-del-svc', configs: [id] });
-    const body = expectError(await call(t, 'DELETE', `${base}/${id}`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
-    expect(body.error.message).toContain('1 service');
-    expect((await getConfig(id)).name).toBe('cfg-del-svc');
-    expect((await call(t, 'PATCH', `${MGMT}/services/${serviceId}`, { token: admin, body: { configs: [] } })).statusCode).toBe(200);
+    const otherType = json(await call(t, 'POST', `${MGMT}/config-types`, { token: admin, body: { name: 'cfg-del-svc-other' } })).data.id as string;
+    const kept = await createConfig({ name: 'cfg-del-svc-kept', configTypeId: otherType, data: {} });
+    const first = await createService({ name: 'cfg-del-svc-1', configs: [id, kept] });
+    const second = await createService({ name: 'cfg-del-svc-2', configs: [id] });
+    const before = json(await call(t, 'GET', `${MGMT}/services/${first}`, { token: admin })).data.updatedAt as string;
+    t.clock.advance(1_000);
     expect((await call(t, 'DELETE', `${base}/${id}`, { token: admin })).statusCode).toBe(200);
+    expectError(await call(t, 'GET', `${base}/${id}`, { token: admin }), 404, 'NOT_FOUND');
+    const after = json(await call(t, 'GET', `${MGMT}/services/${first}`, { token: admin })).data;
+    expect(after.configs).toEqual([kept]);
+    expect(Date.parse(after.updatedAt)).toBeGreaterThan(Date.parse(before));
+    expect(json(await call(t, 'GET', `${MGMT}/services/${second}`, { token: admin })).data.configs).toEqual([]);
+    const changed = await call(t, 'GET', `${MGMT}/audit-events?filter=${encodeURIComponent(`entityType = "services" and action = "update"`)}`, { token: admin });
+    expect(json(changed).data.map((e: any) => e.entityId).sort()).toEqual([first, second].sort());
   });
 
-  it('refuses with 409 while an identity override uses it', async () => {
+  it('refuses with 409 while an identity override uses it, leaving the services using it as they were', async () => {
     const id = await createConfig({ name: 'cfg-del-override' });
-    const serviceId = await createService({ name: 'cfg-del-override' });
+    const serviceId = await createService({ name: 'cfg-del-override', configs: [id] });
     const identityId = await createIdentity(t, admin, { name: 'cfg-del-override' });
     const assoc = await call(t, 'POST', `${MGMT}/identities/${identityId}/service-configs`, {
       token: admin,
@@ -216,6 +225,8 @@ describe('delete', () => {
     expect(assoc.statusCode).toBe(200);
     const body = expectError(await call(t, 'DELETE', `${base}/${id}`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
     expect(body.error.message).toContain('identity service-config override');
+    expect(body.error.cause.code).toBe('CONFIG_IN_USE');
+    expect(json(await call(t, 'GET', `${MGMT}/services/${serviceId}`, { token: admin })).data.configs).toEqual([id]);
     await call(t, 'DELETE', `${MGMT}/identities/${identityId}/service-configs`, { token: admin, body: [] });
     expect((await call(t, 'DELETE', `${base}/${id}`, { token: admin })).statusCode).toBe(200);
   });
@@ -282,20 +293,24 @@ describe('authorization', () => {
 });
 
 describe('a config an edge router uses', () => {
-  it('cannot be deleted while the router names it (409), and can once it does not', async () => {
+  it('is deleted, and removed from the configs of the routers naming it', async () => {
     const routerType = json(
       await call(t, 'POST', `${MGMT}/config-types`, { token: admin, body: { name: 'router-settings', target: 'router', schema: {} } }),
     ).data.id as string;
+    const otherType = json(await call(t, 'POST', `${MGMT}/config-types`, { token: admin, body: { name: 'router-other', target: 'router' } })).data.id as string;
     const config = json(
       await call(t, 'POST', base, { token: admin, body: { name: 'router-config', configTypeId: routerType, data: { a: 1 } } }),
     ).data.id as string;
+    const kept = json(await call(t, 'POST', base, { token: admin, body: { name: 'router-config-kept', configTypeId: otherType, data: {} } })).data.id as string;
     const router = json(
-      await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'er-with-config', configs: [config] } }),
+      await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'er-with-config', configs: [config, kept] } }),
     ).data.id as string;
-    const blocked = await call(t, 'DELETE', `${base}/${config}`, { token: admin });
-    expect(blocked.statusCode, blocked.body).toBe(409);
-    expect(json(blocked).error.code).toBe('CAN_NOT_DELETE_REFERENCED_ENTITY');
-    expect((await call(t, 'PATCH', `${MGMT}/edge-routers/${router}`, { token: admin, body: { configs: [] } })).statusCode).toBe(200);
-    expect((await call(t, 'DELETE', `${base}/${config}`, { token: admin })).statusCode).toBe(200);
+    const deleted = await call(t, 'DELETE', `${base}/${config}`, { token: admin });
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    expect(json(await call(t, 'GET', `${MGMT}/edge-routers/${router}`, { token: admin })).data.configs).toEqual([kept]);
+    const changed = await call(t, 'GET', `${MGMT}/audit-events?filter=${encodeURIComponent(`entityType = "edge-routers" and entityId = "${router}" and action = "update"`)}`, {
+      token: admin,
+    });
+    expect(json(changed).data.map((e: any) => e.changes)).toEqual([{ before: expect.objectContaining({ configs: [config, kept] }), after: expect.objectContaining({ configs: [kept] }) }]);
   });
 });

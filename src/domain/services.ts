@@ -2,7 +2,6 @@
 // them, the configs of a service, what a service answer carries for its caller, identity
 // service-config overrides, and the seeded config types.
 import { Type } from '@sinclair/typebox';
-import type { SqlFlavor } from '../query/flavor.js';
 import type { ValidateFunction } from 'ajv';
 import { sql, type SqlBool } from 'kysely';
 import { ApiError, fieldError, notFound } from '../errors.js';
@@ -168,29 +167,42 @@ export class ConfigValidators implements Cache {
   }
 }
 
-async function configUse(
-  ex: Executor,
-  flavor: SqlFlavor,
-  configId: string,
-): Promise<{ services: number; overrides: number; edgeRouters: number }> {
-  const count = async (table: string, column: string) => {
-    const row = await ex
-      .selectFrom(table)
-      .select(sql<number>`count(*)`.as('n'))
-      .where(column, '=', configId)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  };
-  const routers = await ex
-    .selectFrom('edge_routers')
+/** Identity service-config overrides naming a config. */
+async function overridesUsing(ex: Executor, configId: string): Promise<number> {
+  const row = await ex
+    .selectFrom('identity_service_configs')
     .select(sql<number>`count(*)`.as('n'))
-    .where(flavor.arraySome(sql.ref('edge_routers.configs'), (element) => sql<SqlBool>`${element} = ${configId}`))
+    .where('config_id', '=', configId)
     .executeTakeFirstOrThrow();
-  return {
-    services: await count(SERVICE_CONFIGS.table, CONFIG_ID),
-    overrides: await count('identity_service_configs', 'config_id'),
-    edgeRouters: Number(routers.n),
-  };
+  return Number(row.n);
+}
+
+/**
+ * Takes a deleted config off the services and edge routers naming it, as the established controller
+ * does, each announced as changed so that client service lists, service-update markers and the audit
+ * log follow.
+ */
+async function takeOffUsers(ctx: WriteContext, configId: string): Promise<void> {
+  const services = await ctx.tx
+    .selectFrom(SERVICE_CONFIGS.table)
+    .select(`${SERVICE_ID} as serviceId`)
+    .where(CONFIG_ID, '=', configId)
+    .orderBy(SERVICE_ID)
+    .execute();
+  await ctx.tx.deleteFrom(SERVICE_CONFIGS.table).where(CONFIG_ID, '=', configId).execute();
+  for (const { serviceId } of services) await ctx.update('services', String(serviceId), { updatedAt: ctx.now });
+
+  const routers = ctx.resources.get('edge-routers').repo;
+  const rows = await ctx.tx
+    .selectFrom('edge_routers')
+    .selectAll()
+    .where(ctx.resources.store.dialect.flavor.arraySome(sql.ref('edge_routers.configs'), (element) => sql<SqlBool>`${element} = ${configId}`))
+    .orderBy('id')
+    .execute();
+  for (const router of rows.map((row) => routers.fromRow(row))) {
+    const configs = (router.configs as string[]).filter((id) => id !== configId);
+    await ctx.update('edge-routers', router.id, { configs, updatedAt: ctx.now });
+  }
 }
 
 /** `validators` is a cache: register it so that it follows config type changes. */
@@ -207,23 +219,21 @@ export function configBehaviour(validators: ConfigValidators): ResourceBehaviour
       }
     },
     /**
-     * A config a service uses is not deleted from under it (the service would silently lose how
-     * clients intercept or host it): detach it first. Same for identity overrides.
+     * A config is taken off the services and edge routers using it. One an identity chose for a
+     * service (an override) is refused, as the established controller refuses it: the override
+     * would silently stop applying.
      */
     async beforeDelete(ctx, prev) {
-      const use = await configUse(ctx.tx, ctx.resources.store.dialect.flavor, prev.id);
-      if (use.services > 0 || use.overrides > 0 || use.edgeRouters > 0) {
-        const parts = [
-          use.services > 0 ? `${use.services} service(s)` : '',
-          use.overrides > 0 ? `${use.overrides} identity service-config override(s)` : '',
-          use.edgeRouters > 0 ? `${use.edgeRouters} edge router(s)` : '',
-        ].filter(Boolean);
-        throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the config ${prev.id} is used by ${parts.join(' and ')}`, {
+      const overrides = await overridesUsing(ctx.tx, prev.id);
+      if (overrides > 0) {
+        const used = `used by ${overrides} identity service-config override(s)`;
+        throw new ApiError('CAN_NOT_DELETE_REFERENCED_ENTITY', `the config ${prev.id} is ${used}`, {
           code: 'CONFIG_IN_USE',
-          message: `used by ${parts.join(' and ')}`,
-          data: use,
+          message: used,
+          data: { overrides },
         });
       }
+      await takeOffUsers(ctx, prev.id);
     },
   };
 }
