@@ -131,6 +131,31 @@ describe('create and read', () => {
     expect(json(list).data).toEqual([]);
   });
 
+  // Configs carry objects: a type whose schema admits none could never have a config.
+  it('refuses a schema whose root is not of type object, as one naming no root type', async () => {
+    for (const schema of [{ type: 'string' }, { type: 'array', items: {} }, { type: ['object', 'null'] }, { properties: { a: {} } }]) {
+      const body = expectError(await call(t, 'POST', base, { token: admin, body: { name: 'ct-root', schema } }), 400, 'COULD_NOT_VALIDATE', 'schema');
+      expect(body.error.cause.reason).toBe('must have type object at its root: the data of a config is an object');
+    }
+    const id = await createType({ name: 'ct-root', schema: { type: 'object' } });
+    for (const [method, body] of [
+      ['PATCH', { schema: { type: 'array' } }],
+      ['PUT', { name: 'ct-root', schema: { required: ['a'] } }],
+    ] as const) {
+      expectError(await call(t, method, `${base}/${id}`, { token: admin, body }), 400, 'COULD_NOT_VALIDATE', 'schema');
+    }
+    expect((await getType(id)).schema).toEqual({ type: 'object' });
+  });
+
+  it('refuses the name all, the keyword for every config type', async () => {
+    const body = expectError(await call(t, 'POST', base, { token: admin, body: { name: 'all' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expect(body.error.cause.reason).toBe('all is the keyword for every config type, not a name one may take');
+    const id = await createType({ name: 'ct-not-all' });
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { name: 'all' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expectError(await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'all' } }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expect((await getType(id)).name).toBe('ct-not-all');
+  });
+
   it('refuses a bad target, a missing or duplicate name, bad tags', async () => {
     expectError(await call(t, 'POST', base, { token: admin, body: { name: 'ct-bad', target: 'client' } }), 400, 'COULD_NOT_VALIDATE', 'target');
     expectError(await call(t, 'POST', base, { token: admin, body: { schema: {} } }), 400, 'COULD_NOT_VALIDATE', 'name');

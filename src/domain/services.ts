@@ -109,11 +109,28 @@ async function assertConfigsStillValid(ctx: WriteContext, typeId: string, valida
   }
 }
 
+/** Names every config type where config types are asked for (`configTypes`), so no type may take it. */
+const ALL_CONFIG_TYPES = 'all';
+
+/**
+ * A schema that admits no object is refused (a config's data is an object, so no config of the type
+ * could be made): a non-empty schema names type object at its root, as the established controller
+ * requires (one naming no root type is refused there too).
+ */
+function assertAdmitsObjects(schema: Record<string, unknown> | null): void {
+  if (schema === null || Object.keys(schema).length === 0 || schema.type === 'object') return;
+  throw fieldError('schema', 'must have type object at its root: the data of a config is an object');
+}
+
 export function configTypeBehaviour(compiler = new JsonSchemaCompiler()): ResourceBehaviour<typeof configTypes> {
   return {
     async validate(ctx, next, prev) {
       if (prev) assertSeededUnchanged(next, prev);
+      if (next.name === ALL_CONFIG_TYPES && next.name !== prev?.name) {
+        throw fieldError('name', `${ALL_CONFIG_TYPES} is the keyword for every config type, not a name one may take`, next.name);
+      }
       const validate = compileOrRefuse(compiler, next.schema);
+      if (!prev || json(next.schema) !== json(prev.schema)) assertAdmitsObjects(next.schema);
       if (!prev) return;
       if (json(next.schema) !== json(prev.schema)) await assertConfigsStillValid(ctx, next.id, validate);
     },
