@@ -77,6 +77,8 @@ describe('create and read', () => {
     expect(await getType(id)).toMatchObject({ schema: {}, target: 'service', tags: {} });
     const nulled = await createType({ name: 'ct-null-schema', schema: null });
     expect((await getType(nulled)).schema).toEqual({});
+    const nullTarget = await createType({ name: 'ct-null-target', target: null });
+    expect((await getType(nullTarget)).target).toBe('service');
   });
 
   it('accepts later drafts named by $schema', async () => {

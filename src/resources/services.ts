@@ -18,7 +18,8 @@ export const configTypes = defineResource({
       filterable: false,
     }),
     // Fixed at create, as in the established controller: configs of the type are attached by it.
-    target: field.enum(['service', 'router'], 'what configs of this type configure', { default: 'service', createOnly: true }),
+    // Null on create is the default, as the established document marks it nullable.
+    target: field.enum(['service', 'router'], 'what configs of this type configure', { default: 'service', nullable: true, createOnly: true }),
   },
 });
 
