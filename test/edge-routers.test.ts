@@ -19,6 +19,7 @@ import {
 let t: TestController;
 let admin: string;
 let routerConfigId: string;
+let otherRouterConfigId: string;
 let serviceConfigId: string;
 
 beforeAll(async () => {
@@ -29,6 +30,7 @@ beforeAll(async () => {
   const routerType = await r.get('config-types').create({ name: 'er-router-type', schema: { type: 'object' }, target: 'router' });
   const serviceType = await r.get('config-types').create({ name: 'er-service-type', schema: { type: 'object' }, target: 'service' });
   routerConfigId = (await r.get('configs').create({ name: 'er-router-config', configTypeId: routerType.id, data: { a: 1 } })).id;
+  otherRouterConfigId = (await r.get('configs').create({ name: 'er-router-config-2', configTypeId: routerType.id, data: { a: 2 } })).id;
   serviceConfigId = (await r.get('configs').create({ name: 'er-service-config', configTypeId: serviceType.id, data: { b: 2 } })).id;
 });
 afterAll(async () => {
@@ -154,6 +156,19 @@ describe('validation', () => {
     expectError(await call(t, 'POST', URL, { token: admin, body: { name: 'v-cfg', configs: [routerConfigId, serviceConfigId] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
     const id = await createRouter({ name: 'v-cfg', configs: [routerConfigId] });
     expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { configs: [serviceConfigId] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expect((await get(id)).configs).toEqual([routerConfigId]);
+  });
+
+  it('configs hold at most one config per config type; an id named twice is refused', async () => {
+    const two = await call(t, 'POST', URL, { token: admin, body: { name: 'v-cfg-two', configs: [routerConfigId, otherRouterConfigId] } });
+    const body = expectError(two, 400, 'COULD_NOT_VALIDATE', 'configs');
+    expect(body.error.cause.reason).toContain('er-router-type');
+    expect(body.error.cause.value).toBe(otherRouterConfigId);
+    expectError(await call(t, 'POST', URL, { token: admin, body: { name: 'v-cfg-two', configs: [routerConfigId, routerConfigId] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    const id = await createRouter({ name: 'v-cfg-two', configs: [routerConfigId] });
+    for (const configs of [[otherRouterConfigId, routerConfigId], [otherRouterConfigId, otherRouterConfigId]]) {
+      expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { configs } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    }
     expect((await get(id)).configs).toEqual([routerConfigId]);
   });
 

@@ -173,9 +173,13 @@ describe('configs of a service', () => {
     expect(await rows(id)).toEqual([]);
   });
 
-  it('a repeated id counts once', async () => {
-    const id = await createService({ name: 'svc-cfg-repeat', configs: [interceptA, interceptA] });
-    expect((await getService(id)).configs).toEqual([interceptA]);
+  // The same config twice is two configs of one type, which the established controller refuses.
+  it('refuses an id named twice', async () => {
+    const post = await call(t, 'POST', base, { token: admin, body: { name: 'svc-cfg-repeat', configs: [interceptA, interceptA] } });
+    expectError(post, 400, 'COULD_NOT_VALIDATE', 'configs');
+    const id = await createService({ name: 'svc-cfg-repeat', configs: [interceptA] });
+    expectError(await call(t, 'PATCH', `${base}/${id}`, { token: admin, body: { configs: [host, host] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expectError(await call(t, 'PUT', `${base}/${id}`, { token: admin, body: { name: 'svc-cfg-repeat', configs: [host, interceptA, host] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
     expect(await rows(id)).toEqual([interceptA]);
   });
 

@@ -16,6 +16,7 @@ import type { terminators } from '../resources/services.js';
 import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
 import { computed, type ResourceBehaviour, type WriteContext } from './resources.js';
+import { checkConfigsFor } from './services.js';
 import type { EnrollmentTokens } from './enrollments.js';
 import { newRouterEnrollment, routerEnrollmentReadFields, TRANSIT_ROUTER_ENROLLMENT_METHOD } from './router-enrollment.js';
 
@@ -91,28 +92,10 @@ async function assertRouterNameFree(ctx: WriteContext, next: Entity, prev: Entit
 
 // ---- router configs ------------------------------------------------------------------------
 
-/** Every config named exists and is of a config type whose target is `router`. */
+/** The configs of an edge router, when they change: as a service's, of router config types (domain/services.ts). */
 async function checkRouterConfigs(ctx: WriteContext, ids: readonly string[], before: readonly string[] | undefined): Promise<void> {
-  if (ids.length === 0) return;
   if (JSON.stringify(ids) === JSON.stringify(before)) return;
-  const rows = await ctx.tx
-    .selectFrom('configs')
-    .innerJoin('config_types', 'config_types.id', 'configs.config_type_id')
-    .select(['configs.id as id', 'config_types.target as target'])
-    .where('configs.id', 'in', ids)
-    .execute();
-  const target = new Map(rows.map((r) => [r.id as string, r.target as string]));
-  for (const id of ids) {
-    const t = target.get(id);
-    if (t === undefined) {
-      throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `configs: no configs with id ${id}`, {
-        field: 'configs',
-        reason: 'no configs with this id',
-        value: id,
-      });
-    }
-    if (t !== 'router') throw fieldError('configs', `config ${id} is of a config type targeting ${t}, not router`, id);
-  }
+  await checkConfigsFor(ctx.tx, 'router', ids);
 }
 
 // ---- tunneler-enabled edge routers ----------------------------------------------------------

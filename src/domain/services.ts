@@ -257,8 +257,15 @@ export function configBehaviour(validators: ConfigValidators): ResourceBehaviour
 
 // ---- services ------------------------------------------------------------------------------------
 
-/** Configs named for a service: existing, targeting services, at most one of each type. */
-async function checkServiceConfigs(tx: Tx, ids: readonly string[]): Promise<void> {
+/** What a service or an edge router is called in messages about its configs. */
+const HOLDER = { service: { one: 'a service', many: 'services' }, router: { one: 'an edge router', many: 'edge routers' } } as const;
+
+/**
+ * The configs named for a service (target `service`) or an edge router (target `router`): each
+ * existing, of a config type configuring that target, at most one of each type (a client reads one
+ * config per type).
+ */
+export async function checkConfigsFor(tx: Tx, target: keyof typeof HOLDER, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
   const rows = await tx
     .selectFrom('configs')
@@ -268,15 +275,16 @@ async function checkServiceConfigs(tx: Tx, ids: readonly string[]): Promise<void
     .execute();
   const byId = new Map(rows.map((r) => [r.id as string, r]));
   const seenTypes = new Map<string, string>();
+  const holder = HOLDER[target];
   for (const id of ids) {
     const row = byId.get(id);
     if (!row) throw referencedNotFound('configs', 'configs', id);
-    if (row.target !== 'service') {
-      throw fieldError('configs', `the config ${id} is of type ${String(row.typeName)}, which configures ${String(row.target)}s, not services`, id);
+    if (row.target !== target) {
+      throw fieldError('configs', `the config ${id} is of type ${String(row.typeName)}, which configures ${String(row.target)}s, not ${holder.many}`, id);
     }
     const other = seenTypes.get(row.typeId as string);
     if (other !== undefined) {
-      throw fieldError('configs', `the configs ${other} and ${id} are both of type ${String(row.typeName)}; a service has at most one config per type`, id);
+      throw fieldError('configs', `the configs ${other} and ${id} are both of type ${String(row.typeName)}; ${holder.one} has at most one config per type`, id);
     }
     seenTypes.set(row.typeId as string, id);
   }
@@ -318,7 +326,7 @@ export function serviceBehaviour(forCaller: ServiceFieldsForCaller): ResourceBeh
         throw fieldError('terminatorStrategy', `must be one of ${TERMINATOR_STRATEGIES.join(', ')}`, next.terminatorStrategy);
       }
       // configs is absent on a patch that leaves it alone; create and full update always carry it.
-      if (Array.isArray(next.configs)) await checkServiceConfigs(ctx.tx, next.configs);
+      if (Array.isArray(next.configs)) await checkConfigsFor(ctx.tx, 'service', next.configs);
     },
     async afterWrite(ctx, next) {
       if (!Array.isArray(next.configs)) return;

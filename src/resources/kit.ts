@@ -52,6 +52,8 @@ export interface FieldDef {
   pattern?: string;
   values?: readonly string[];
   maxItems?: number;
+  /** For sets: a value named twice is refused rather than kept once (where a repeat means a mistake). */
+  uniqueItems?: boolean;
   /** For ref fields: the referenced collection and the name of the read reference object. */
   ref?: { collection: string; as?: string; onDelete?: 'cascade' | 'restrict' | 'set null' };
 }
@@ -364,6 +366,7 @@ function valueSchema(f: FieldDef): TSchema {
       return Type.Array(f.schema ?? Type.String({ minLength: 1, maxLength: MAX_NAME }), {
         ...opts,
         maxItems: f.maxItems ?? MAX_LIST,
+        ...(f.uniqueItems === true && { uniqueItems: true }),
       });
   }
 }

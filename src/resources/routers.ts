@@ -62,8 +62,9 @@ export const edgeRouters = defineResource({
     isTunnelerEnabled: field.boolean('also acts as a tunneler with an identity of its own', { default: false }),
     noTraversal: field.boolean('not used for transit', { nullable: true, default: false }),
     roleAttributes: field.roleAttributes(),
-    configs: field.set('ids of router configs', {
+    configs: field.set('ids of router configs, at most one of each config type', {
       nullable: true,
+      uniqueItems: true,
       schema: Type.String({ minLength: 1, maxLength: MAX_NAME }),
       maxItems: MAX_LIST,
       filterable: false,

@@ -60,6 +60,7 @@ export const services = defineResource({
     configs: field.set('ids of configs, at most one of each config type', {
       virtual: true,
       nullable: true,
+      uniqueItems: true,
       schema: Type.String({ minLength: 1, maxLength: MAX_NAME }),
       maxItems: MAX_LIST,
     }),
