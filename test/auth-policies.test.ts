@@ -168,12 +168,31 @@ describe('patch and full update', () => {
     expect(p.secondary).toEqual({ requireTotp: true, requireExtJwtSigner: signers.x });
   });
 
-  it('patch with secondary null resets secondary; other fields stay', async () => {
+  it('patch with primary or secondary null leaves it as it is, never the permissive defaults', async () => {
     const id = await createPolicy({ name: 'patch-null', secondary: { requireTotp: true, requireExtJwtSigner: signers.y } });
-    expect((await call(t, 'PATCH', url(id), { token: admin, body: { secondary: null } })).statusCode).toBe(200);
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { primary: null, secondary: null } })).statusCode).toBe(200);
     const p = await detail(id);
-    expect(p.secondary).toEqual(DEFAULT_SECONDARY);
     expect(p.primary).toEqual(PRIMARY);
+    expect(p.secondary).toEqual({ requireTotp: true, requireExtJwtSigner: signers.y });
+  });
+
+  it('patch with requireExtJwtSigner null clears the signer (it reads null); a null for a rule that never reads null is refused', async () => {
+    const id = await createPolicy({ name: 'patch-null-signer', secondary: { requireTotp: true, requireExtJwtSigner: signers.y } });
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { secondary: { requireExtJwtSigner: null } } })).statusCode).toBe(200);
+    expect((await detail(id)).secondary).toEqual({ requireTotp: true, requireExtJwtSigner: null });
+    expectError(
+      await call(t, 'PATCH', url(id), { token: admin, body: { secondary: { requireTotp: null } } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'secondary.requireTotp',
+    );
+    expectError(
+      await call(t, 'PATCH', url(id), { token: admin, body: { primary: { updb: { maxAttempts: null } } } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'primary.updb.maxAttempts',
+    );
+    expect(await detail(id)).toMatchObject({ primary: PRIMARY, secondary: { requireTotp: true, requireExtJwtSigner: null } });
   });
 
   it('patch changes the name alone and validates', async () => {
@@ -223,7 +242,7 @@ describe('extJwt.allowedSigners', () => {
     const signer = await createSigner(t, admin, { name: 'signer-named' });
     const id = await createPolicy({ name: 'names-a-signer', secondary: { requireTotp: false, requireExtJwtSigner: signer } });
     expectError(await call(t, 'DELETE', `${MGMT}/external-jwt-signers/${signer}`, { token: admin }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
-    expect((await call(t, 'PATCH', url(id), { token: admin, body: { secondary: null } })).statusCode).toBe(200);
+    expect((await call(t, 'PATCH', url(id), { token: admin, body: { secondary: { requireExtJwtSigner: null } } })).statusCode).toBe(200);
     expect((await call(t, 'DELETE', `${MGMT}/external-jwt-signers/${signer}`, { token: admin })).statusCode).toBe(200);
   });
 

@@ -215,11 +215,9 @@ describe('patch', () => {
     const multi = await create({ typeId: 'PROCESS_MULTI', processes: [PROCESS_B], semantic: 'AllOf' });
     const cases: [string, Record<string, unknown>, string][] = [
       [domain, { typeId: 'DOMAIN', domains: [] }, 'domains'],
-      [domain, { typeId: 'DOMAIN', domains: null }, 'domains'],
       [domain, { typeId: 'DOMAIN', macAddresses: ['001122334455'] }, 'macAddresses'],
       [mfa, { typeId: 'MFA', process: PROCESS }, 'process'],
       [mfa, { typeId: 'MFA', timeoutSeconds: -7 }, 'timeoutSeconds'],
-      [multi, { typeId: 'PROCESS_MULTI', semantic: null }, 'semantic'],
       [multi, { typeId: 'PROCESS_MULTI', processes: [{ osType: 'iOS', path: '/x' }] }, 'processes[0].osType'],
     ];
     for (const [id, body, field] of cases) {
@@ -228,10 +226,17 @@ describe('patch', () => {
     expect((await get(domain)).domains).toEqual(['a']);
   });
 
-  it('MFA: null resets a field to its default', async () => {
-    const id = await create({ typeId: 'MFA', timeoutSeconds: 60, promptOnWake: true });
-    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { typeId: 'MFA', timeoutSeconds: null, promptOnUnlock: true } })).statusCode).toBe(200);
-    expect(await get(id)).toMatchObject({ timeoutSeconds: -1, promptOnWake: true, promptOnUnlock: true, ignoreLegacyEndpoints: false });
+  it("null for a field of the check's kind leaves it as it is (none of them reads null)", async () => {
+    const mfa = await create({ typeId: 'MFA', timeoutSeconds: 60, promptOnWake: true });
+    const nulls = { timeoutSeconds: null, promptOnWake: null, ignoreLegacyEndpoints: null };
+    expect((await call(t, 'PATCH', `${URL}/${mfa}`, { token: admin, body: { typeId: 'MFA', ...nulls, promptOnUnlock: true } })).statusCode).toBe(200);
+    expect(await get(mfa)).toMatchObject({ timeoutSeconds: 60, promptOnWake: true, promptOnUnlock: true, ignoreLegacyEndpoints: false });
+    const domain = await create({ typeId: 'DOMAIN', domains: ['a'] });
+    expect((await call(t, 'PATCH', `${URL}/${domain}`, { token: admin, body: { typeId: 'DOMAIN', domains: null } })).statusCode).toBe(200);
+    expect((await get(domain)).domains).toEqual(['a']);
+    const multi = await create({ typeId: 'PROCESS_MULTI', processes: [PROCESS_B], semantic: 'AllOf' });
+    expect((await call(t, 'PATCH', `${URL}/${multi}`, { token: admin, body: { typeId: 'PROCESS_MULTI', processes: null, semantic: null } })).statusCode).toBe(200);
+    expect(await get(multi)).toMatchObject({ processes: [PROCESS_B], semantic: 'AllOf' });
   });
 });
 

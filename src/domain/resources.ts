@@ -17,6 +17,7 @@ import {
   readSchema,
   refAs,
   type EntityOfDef,
+  type FieldDef,
   type FilterSpec,
   type ResourceDef,
   type WriteOfDef,
@@ -244,19 +245,34 @@ export class ResourceService<E extends Entity = Entity> {
     });
   }
 
-  /** Patch: only the supplied fields change; null clears a nullable one. */
+  /**
+   * Patch: only the supplied fields change. Null clears a field that reads null; on any other field
+   * the schema lets take null (a partial object such as an auth policy's `secondary`, a field of one
+   * kind of record) it changes nothing, as the established controller drops the nulls of a patch.
+   * Resetting such a field to its default instead would silently loosen what the record enforces.
+   */
   async patch(id: string, body: Record<string, unknown>, actor?: Actor): Promise<E> {
     return this.write(actor, async (ctx) => {
       const prev = await this.existing(ctx.tx, id, 'update', body);
       const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
       if (body.tags !== undefined) next.tags = body.tags ?? {};
       for (const [name, f] of Object.entries(this.def.fields)) {
-        if (f.readOnly || f.createOnly || body[name] === undefined) continue;
-        if (f.patchSchema) next[name] = body[name] === null ? defaultOf(f.default) : merge(prev[name], body[name]);
-        else next[name] = body[name];
+        const given = body[name];
+        if (f.readOnly || f.createOnly || given === undefined) continue;
+        if (given === null) {
+          if (this.readsNull(name, f)) next[name] = null;
+        } else next[name] = f.patchSchema ? merge(prev[name], given) : given;
       }
       return this.store_(ctx, normalise(this.def, next as Entity), prev);
     });
+  }
+
+  /**
+   * Whether a field may read null, so that a patch's null clears it. The fields of one kind of record
+   * are nullable only because the other kinds leave them null; on their own kind they never are.
+   */
+  private readsNull(name: string, f: FieldDef): boolean {
+    return f.nullable === true && !this.kindFields.has(name);
   }
 
   async delete(id: string, actor?: Actor): Promise<E> {

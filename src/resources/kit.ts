@@ -34,7 +34,7 @@ export interface FieldDef {
   createOnly?: boolean;
   /** Accepted on writes and handed to the domain, but never stored as such (a password to hash). */
   virtual?: boolean;
-  /** For json objects: the patch schema (partial); a patch merges into the stored value, null resets it. */
+  /** For json objects: the patch schema (partial); a patch merges into the stored value, and its null changes nothing unless the field is nullable. */
   patchSchema?: TSchema;
   /** May be named in filters (default: every public stored field that is not json). */
   filterable?: boolean;
