@@ -113,9 +113,12 @@ describe('create and read', () => {
       enrollment: {},
     });
     expect(e._links.self.href).toBe(`./identities/${created.id}`);
-    for (const sub of ['authenticators', 'auth-policies', 'service-policies', 'edge-router-policies', 'enrollments']) {
+    for (const sub of ['authenticators', 'service-policies', 'edge-router-policies', 'enrollments']) {
       expect(e._links[sub].href).toBe(`./identities/${created.id}/${sub}`);
     }
+    // its own policy, as the established controller links it (no list of policies hangs off an identity)
+    expect(e._links['auth-policies'].href).toBe(`./auth-policies/${policyId}`);
+    expect((await call(t, 'GET', `${MGMT}/${e._links['auth-policies'].href.slice(2)}`, { token: admin })).statusCode).toBe(200);
   });
 
   it('fills defaults for the optional fields', async () => {
@@ -128,6 +131,7 @@ describe('create and read', () => {
       appData: {},
       authPolicyId: 'default',
       authPolicy: { entity: 'auth-policies', id: 'default', name: 'Default' },
+      _links: expect.objectContaining({ 'auth-policies': { href: './auth-policies/default' } }),
       externalId: null,
       defaultHostingCost: 0,
       defaultHostingPrecedence: 'default',

@@ -158,7 +158,7 @@ export class ResourceService<E extends Entity = Entity> {
   /** Entity → answer: public fields (of its kind), links, entity references, computed fields. */
   async present(ex: Executor, entities: readonly Entity[], read: ReadOptions = {}): Promise<Answer[]> {
     const answers = entities.map((e) => {
-      const answer: Answer = { _links: entityLinks(this.def, e.id) };
+      const answer: Answer = { _links: entityLinks(this.def, e) };
       for (const [key, value] of Object.entries(e)) {
         const f = BASE_FIELDS.has(key) ? undefined : this.def.fields[key];
         if (!f?.writeOnly && !f?.virtual) answer[key] = value;

@@ -38,8 +38,8 @@ export const identities = defineResource({
     'authenticators',
     'enrollments',
     'service-configs',
-    'auth-policies',
   ],
+  refLinks: { 'auth-policies': 'authPolicyId' },
   related: [
     { collection: 'edge-router-policies', operationId: 'listIdentitysEdgeRouterPolicies' },
     { collection: 'edge-routers', through: 'edge-router-policies', operationId: 'listIdentityEdgeRouters' },

@@ -80,6 +80,11 @@ export interface ResourceDef<Name extends string = string> {
   system?: boolean;
   /** Related sub-collections linked from each entity (`./<name>/<id>/<sub>`). */
   links?: readonly string[];
+  /**
+   * Links to the entity a reference field names, by link name (`./<collection>/<id>`): an identity
+   * links `auth-policies` to its own policy, as the established controller does.
+   */
+  refLinks?: Readonly<Record<string, string>>;
   /** The field used as `name` in entity references. */
   nameField?: string;
   operations?: readonly Operation[];
@@ -545,10 +550,15 @@ export function filterSpec(def: ResourceDef): FilterSpec {
 
 export type Links = Record<string, { href: string }>;
 
-export function entityLinks(def: ResourceDef, id: string): Links {
-  const self = `./${def.name}/${id}`;
+export function entityLinks(def: ResourceDef, entity: { readonly id: string; readonly [field: string]: unknown }): Links {
+  const self = `./${def.name}/${entity.id}`;
   const links: Links = { self: { href: self } };
   for (const sub of def.links ?? []) links[sub] = { href: `${self}/${sub}` };
+  for (const [link, name] of Object.entries(def.refLinks ?? {})) {
+    const ref = def.fields[name]?.ref;
+    const id = entity[name];
+    if (ref && typeof id === 'string') links[link] = { href: `./${ref.collection}/${id}` };
+  }
   return links;
 }
 

@@ -78,7 +78,7 @@ export function policyPostureQueries(
     if (entry) return entry;
     const checks = (checksOf.get(g.policyId) ?? []).map((id) => catalog.get(id)).filter((c): c is StoredPostureCheck => c !== undefined);
     const queries = checks.map((c): CheckPostureQuery => ({
-      _links: entityLinks(postureChecksDef, c.id),
+      _links: entityLinks(postureChecksDef, c),
       createdAt: c.createdAt,
       updatedAt: c.updatedAt,
       tags: c.tags,
@@ -92,7 +92,7 @@ export function policyPostureQueries(
 
 /** The public fields of an entity with its links (what ResourceService.present writes). */
 function publicFields(def: ResourceDef, e: Entity): Record<string, unknown> {
-  const answer: Record<string, unknown> = { _links: entityLinks(def, e.id) };
+  const answer: Record<string, unknown> = { _links: entityLinks(def, e) };
   for (const [key, value] of Object.entries(e)) {
     const f = def.fields[key];
     if (!f?.writeOnly && !f?.virtual) answer[key] = value;

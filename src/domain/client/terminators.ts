@@ -55,7 +55,7 @@ export async function listClientTerminators(
   const routers = await routerRefs(terminators.store.db, items.map((e) => e.router));
   return {
     items: items.map((e) => ({
-      _links: entityLinks(terminatorsDef, e.id),
+      _links: entityLinks(terminatorsDef, e),
       id: e.id,
       createdAt: e.createdAt,
       updatedAt: e.updatedAt,
