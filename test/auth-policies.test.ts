@@ -142,6 +142,17 @@ describe('create and read', () => {
     expectError(await call(t, 'POST', url(), { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);
   });
 
+  it('secondary needs only requireTotp: without requireExtJwtSigner it reads null, on create and full update', async () => {
+    const id = await createPolicy({ name: 'totp-only', secondary: { requireTotp: true } });
+    expect((await detail(id)).secondary).toEqual({ requireTotp: true, requireExtJwtSigner: null });
+    const named = { name: 'totp-only', primary: PRIMARY, secondary: { requireTotp: false, requireExtJwtSigner: signers.x } };
+    expect((await call(t, 'PUT', url(id), { token: admin, body: named })).statusCode).toBe(200);
+    const put = await call(t, 'PUT', url(id), { token: admin, body: { ...named, secondary: { requireTotp: false } } });
+    expect(put.statusCode, put.body).toBe(200);
+    expect((await detail(id)).secondary).toEqual({ requireTotp: false, requireExtJwtSigner: null });
+    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'no-totp-rule', primary: PRIMARY, secondary: {} } }), 400, 'COULD_NOT_VALIDATE', 'secondary.requireTotp');
+  });
+
   it('refuses a duplicate name', async () => {
     await createPolicy({ name: 'dup-policy' });
     expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'dup-policy', primary: PRIMARY, secondary: SECONDARY } }), 400, 'COULD_NOT_VALIDATE', 'name');

@@ -21,6 +21,11 @@ function withSignerList(primary: unknown): unknown {
   return { ...p, extJwt: { ...p.extJwt, allowedSigners: [] } };
 }
 
+/** `secondary` with requireExtJwtSigner, null when a write left it out (no signer required). */
+function withSignerRequirement<S extends { requireExtJwtSigner?: string | null }>(secondary: S): S {
+  return secondary.requireExtJwtSigner === undefined ? { ...secondary, requireExtJwtSigner: null } : secondary;
+}
+
 /** `primary` reads with `extJwt.allowedSigners` a list, whatever a policy was stored with. */
 const primaryAsRead = computed({ primary: PrimaryReadSchema }, async (_ex, entities, answers) => {
   for (const [i, e] of entities.entries()) answers[i]!.primary = withSignerList(e.primary);
@@ -40,6 +45,7 @@ export function authPolicyBehaviour(): ResourceBehaviour<typeof authPolicies> {
     async validate(ctx, next, prev) {
       if (prev) await guard(ctx, prev.id);
       next.primary = withSignerList(next.primary);
+      next.secondary = withSignerRequirement(next.secondary);
       await checkNamedSigners(ctx.tx, next.primary, next.secondary);
     },
     async beforeDelete(ctx, prev) {

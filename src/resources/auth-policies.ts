@@ -80,12 +80,18 @@ export const authPolicies = defineResource({
       patchSchema: objectOf(primaryParts, true),
       default: DEFAULT_PRIMARY,
     }),
-    secondary: field.json(Type.Object(secondaryParts), 'secondary factors required after the primary one', {
-      required: 'always',
-      patchSchema: Type.Object(
-        Object.fromEntries(Object.entries(secondaryParts).map(([n, s]) => [n, Type.Optional(s)])),
-      ),
-      default: DEFAULT_SECONDARY,
-    }),
+    // Writes may leave requireExtJwtSigner out, as the established documents require only
+    // requireTotp; it is stored (and read) null then.
+    secondary: field.json(
+      Type.Object({ ...secondaryParts, requireExtJwtSigner: Type.Optional(secondaryParts.requireExtJwtSigner) }),
+      'secondary factors required after the primary one',
+      {
+        required: 'always',
+        patchSchema: Type.Object(
+          Object.fromEntries(Object.entries(secondaryParts).map(([n, s]) => [n, Type.Optional(s)])),
+        ),
+        default: DEFAULT_SECONDARY,
+      },
+    ),
   },
 });
