@@ -240,13 +240,14 @@ describe('patch and full update', () => {
 });
 
 describe('extJwt.allowedSigners', () => {
-  it('refuses a policy naming a signer that does not exist, in either place, with 400 naming the field', async () => {
+  it('refuses a policy naming a signer that does not exist, in either place, with 400 REFERENCED_ENTITY_NOT_FOUND naming the field', async () => {
     const primary = { ...PRIMARY, extJwt: { allowed: true, allowedSigners: [signers.a, 'no-such-signer'] } };
-    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'unknown-signer', primary, secondary: SECONDARY } }), 400, 'COULD_NOT_VALIDATE', 'primary.extJwt.allowedSigners');
+    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'unknown-signer', primary, secondary: SECONDARY } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'primary.extJwt.allowedSigners');
     const secondary = { requireTotp: false, requireExtJwtSigner: 'no-such-signer' };
-    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'unknown-signer', primary: PRIMARY, secondary } }), 400, 'COULD_NOT_VALIDATE', 'secondary.requireExtJwtSigner');
+    expectError(await call(t, 'POST', url(), { token: admin, body: { name: 'unknown-signer', primary: PRIMARY, secondary } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'secondary.requireExtJwtSigner');
     const id = await createPolicy({ name: 'known-signer' });
-    expectError(await call(t, 'PATCH', url(id), { token: admin, body: { secondary } }), 400, 'COULD_NOT_VALIDATE', 'secondary.requireExtJwtSigner');
+    expectError(await call(t, 'PATCH', url(id), { token: admin, body: { secondary } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'secondary.requireExtJwtSigner');
+    expectError(await call(t, 'PATCH', url(id), { token: admin, body: { primary } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'primary.extJwt.allowedSigners');
   });
 
   it('keeps a signer a policy names from being deleted (409), until the policy no longer names it', async () => {

@@ -121,7 +121,7 @@ describe('each kind: valid bodies', () => {
 /** Invalid bodies: [label, body, field named, code]. */
 const INVALID: [string, Record<string, unknown>, string, string?][] = [
   ['missing typeId', { domains: ['a'] }, 'typeId'],
-  ['unknown typeId', { typeId: 'RETINA', domains: ['a'] }, 'typeId', 'REFERENCED_ENTITY_NOT_FOUND'],
+  ['unknown typeId (an enum)', { typeId: 'RETINA', domains: ['a'] }, 'typeId'],
   ['missing name', { name: undefined, typeId: 'DOMAIN', domains: ['a'] }, 'name'],
   ['role attribute starting with @', { typeId: 'DOMAIN', domains: ['a'], roleAttributes: ['@x'] }, 'roleAttributes[0]'],
   // DOMAIN

@@ -182,7 +182,7 @@ async function policiesNaming(ex: Executor, signerId: string): Promise<string[]>
   return rows.filter((r) => signersNamedBy(r.primary, r.secondary).includes(signerId)).map((r) => String(r.id));
 }
 
-/** Refuses an auth policy naming a signer that does not exist (400 naming the field). */
+/** Refuses an auth policy naming a signer that does not exist (400 REFERENCED_ENTITY_NOT_FOUND naming the field). */
 export async function checkNamedSigners(ex: Executor, primary: unknown, secondary: unknown): Promise<void> {
   const allowed = (parsed(primary).extJwt as { allowedSigners?: unknown } | undefined)?.allowedSigners;
   const required = parsed(secondary).requireExtJwtSigner;
@@ -190,11 +190,11 @@ export async function checkNamedSigners(ex: Executor, primary: unknown, secondar
     (await ex.selectFrom('external_jwt_signers').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
   if (Array.isArray(allowed)) {
     for (const id of allowed) {
-      if (typeof id === 'string' && !(await exists(id))) throw fieldError('primary.extJwt.allowedSigners', `names no external JWT signer: ${id}`, id);
+      if (typeof id === 'string' && !(await exists(id))) throw fieldError('primary.extJwt.allowedSigners', `names no external JWT signer: ${id}`, id, 'REFERENCED_ENTITY_NOT_FOUND');
     }
   }
   if (typeof required === 'string' && !(await exists(required))) {
-    throw fieldError('secondary.requireExtJwtSigner', `names no external JWT signer: ${required}`, required);
+    throw fieldError('secondary.requireExtJwtSigner', `names no external JWT signer: ${required}`, required, 'REFERENCED_ENTITY_NOT_FOUND');
   }
 }
 

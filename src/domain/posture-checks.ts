@@ -1,7 +1,7 @@
 // Posture checks beyond CRUD: what each kind requires of its own fields (which fields a kind owns
 // is the definition's), their defaults, their revisions, and the seeded posture check types.
 import { Type } from '@sinclair/typebox';
-import { ApiError, fieldError } from '../errors.js';
+import { fieldError } from '../errors.js';
 import { OS_TYPES, POSTURE_CHECK_TYPES, postureChecks, type PostureCheckType } from '../resources/posture-checks.js';
 import { fieldsOfKind, kindFields, MAX_NAME, type WriteOfDef } from '../resources/kit.js';
 import type { Entity } from '../store/repository.js';
@@ -63,13 +63,8 @@ function validateKind(next: WriteOfDef<typeof postureChecks>): void {
   // The same record, its fields looked up by name (those only some kinds own, the MFA defaults).
   const byName: Entity = next;
   const kind = next.typeId;
-  if (!isKind(kind)) {
-    throw new ApiError('REFERENCED_ENTITY_NOT_FOUND', `typeId: no posture-check-types with id ${String(kind)}`, {
-      field: 'typeId',
-      reason: 'no posture-check-types with this id',
-      value: kind,
-    });
-  }
+  // typeId is an enum (postureCheckType) as well as the id of a type: a value outside it is invalid.
+  if (!isKind(kind)) throw fieldError('typeId', `must be one of ${POSTURE_CHECK_TYPES.join(', ')}`, kind);
   const own = fieldsOfKind(postureChecks, kind);
   for (const name of ALL_KIND_FIELDS) {
     const value = byName[name];
