@@ -13,7 +13,7 @@ export function policyRules(resources: Resources, ex: Executor, policyId: string
   return authPolicyRules(resources.get('auth-policies').repo, ex, policyId);
 }
 
-/** `primary` with its signer list a list: a null one (written so, or stored so before) means none. */
+/** `primary` with its signer list a list: a null one (written so, or stored so before) is [], any signer. */
 function withSignerList(primary: unknown): unknown {
   if (typeof primary !== 'object' || primary === null) return primary;
   const p = primary as { extJwt?: { allowedSigners?: unknown } };

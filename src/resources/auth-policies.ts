@@ -2,7 +2,10 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { field, MAX_NAME, defineResource } from './kit.js';
 
 const SignerIdList = Type.Array(Type.String({ minLength: 1, maxLength: MAX_NAME }), { maxItems: 100 });
-/** Writes may send null for no signers (clients send an unset list so); it is stored and read as []. */
+/**
+ * Writes may send null for an unset list (clients send one so); it is stored and read as [], which
+ * means the same at login: any signer (behaviour.md §7b, as the established controller reads it).
+ */
 const SignerIds = Type.Union([SignerIdList, Type.Null()]);
 
 const primaryParts = {
