@@ -70,7 +70,7 @@ const VALID: [string, Record<string, unknown>, Record<string, unknown>][] = [
   ['PROCESS', { process: PROCESS }, { process: PROCESS }],
   ['PROCESS minimal', { process: { osType: 'macOS', path: '/Applications/Agent.app' } }, { process: { osType: 'macOS', path: '/Applications/Agent.app' } }],
   ['PROCESS_MULTI', { processes: [PROCESS_B, { osType: 'Windows', path: 'C:\\a.exe' }], semantic: 'AnyOf' }, { processes: [PROCESS_B, { osType: 'Windows', path: 'C:\\a.exe' }], semantic: 'AnyOf' }],
-  ['MAC', { macAddresses: ['0a:1b:2c:3d:4e:5f', 'AA-BB-CC-DD-EE-FF', '001122334455'] }, { macAddresses: ['0a:1b:2c:3d:4e:5f', 'AA-BB-CC-DD-EE-FF', '001122334455'] }],
+  ['MAC', { macAddresses: ['0a:1b:2c:3d:4e:5f', 'AA-BB-CC-DD-EE-FF', '001122334455'] }, { macAddresses: ['0a1b2c3d4e5f', 'aabbccddeeff', '001122334455'] }],
   ['MFA defaults', {}, { timeoutSeconds: -1, promptOnWake: false, promptOnUnlock: false, ignoreLegacyEndpoints: false }],
   [
     'MFA',
@@ -99,6 +99,18 @@ describe('each kind: valid bodies', () => {
     expect(e._links).toEqual({ self: { href: `./posture-checks/${id}` } });
     const present = KIND_FIELDS.filter((f) => f in e).sort();
     expect(present).toEqual(Object.keys(shown).sort());
+  });
+
+  it('stores what the established controller stores: MACs as lowercase hex, PROCESS hashes and fingerprint lowercase, PROCESS_MULTI lists [] when left out', async () => {
+    const mac = await create({ typeId: 'MAC', macAddresses: ['AA-BB-CC-DD-EE-FF', 'aa:bb:cc:dd:ee:ff', '0A1B2C3D4E5F'] });
+    expect((await get(mac)).macAddresses).toEqual(['aabbccddeeff', '0a1b2c3d4e5f']);
+    const process = await create({ typeId: 'PROCESS', process: { osType: 'Linux', path: '/usr/bin/Agent', hashes: ['ABCDEF', 'abc123'], signerFingerprint: 'AA:BB:CC' } });
+    expect((await get(process)).process).toEqual({ osType: 'Linux', path: '/usr/bin/Agent', hashes: ['abcdef', 'abc123'], signerFingerprint: 'aa:bb:cc' });
+    const multi = await create({ typeId: 'PROCESS_MULTI', processes: [{ osType: 'Linux', path: '/opt/a' }, PROCESS_B], semantic: 'AnyOf' });
+    expect((await get(multi)).processes).toEqual([
+      { osType: 'Linux', path: '/opt/a', hashes: [], signerFingerprints: [] },
+      { ...PROCESS_B, hashes: [] },
+    ]);
   });
 
   it('lists show each check with only its own fields', async () => {

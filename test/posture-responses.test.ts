@@ -437,8 +437,8 @@ describe('posture on the Management API', () => {
       expectedValue: { passedMfa: true, passedOnUnlock: false, passedOnWake: true, timedOut: false },
       criteria: { wokenAt: expect.any(String), timeoutSeconds: 600, timeoutRemainingSeconds: 0 },
     });
-    // MAC never reported: nothing to show
-    expect(values(checks.mac)).toEqual({ postureCheckType: 'MAC', actualValue: [], expectedValue: ['0a:1b:2c:3d:4e:5f'] });
+    // MAC never reported: nothing to show; the check's addresses read as stored, lowercase hex
+    expect(values(checks.mac)).toEqual({ postureCheckType: 'MAC', actualValue: [], expectedValue: ['0a1b2c3d4e5f'] });
     expect(values(checks.process)).toEqual({
       postureCheckType: 'PROCESS',
       actualValue: { path: '/usr/bin/agent', isRunning: false, hash: 'ab12', signerFingerprints: [] },
@@ -448,8 +448,8 @@ describe('posture on the Management API', () => {
       postureCheckType: 'PROCESS_MULTI',
       actualValue: [{ path: '/opt/b', isRunning: false, hash: 'cd34', signerFingerprints: [] }],
       expectedValue: [
-        { osType: 'Linux', path: '/opt/a' },
-        { osType: 'Linux', path: '/opt/b' },
+        { osType: 'Linux', path: '/opt/a', hashes: [], signerFingerprints: [] },
+        { osType: 'Linux', path: '/opt/b', hashes: [], signerFingerprints: [] },
       ],
       semantic: 'AnyOf',
     });

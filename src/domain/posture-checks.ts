@@ -89,12 +89,17 @@ function validateKind(next: WriteOfDef<typeof postureChecks>): void {
       const process = next.process;
       if (isAbsent(process)) throw fieldError('process', 'a PROCESS check needs a process');
       checkOs('process.osType', process.osType, kind);
+      // Stored lowercase, as the established controller stores them; evaluation ignores case.
+      if (process.hashes) process.hashes = process.hashes.map((h) => h.toLowerCase());
+      if (process.signerFingerprint !== undefined) process.signerFingerprint = process.signerFingerprint.toLowerCase();
       break;
     }
     case 'PROCESS_MULTI': {
       const processes = requireNonEmpty(next.processes, 'processes', kind);
       processes.forEach((p, i) => checkOs(`processes[${i}].osType`, p.osType, kind));
       if (isAbsent(next.semantic)) throw fieldError('semantic', 'a PROCESS_MULTI check needs a semantic (AllOf or AnyOf)');
+      // Lists left out read [] (none asked for), as the established controller answers them.
+      next.processes = processes.map((p) => ({ ...p, hashes: p.hashes ?? [], signerFingerprints: p.signerFingerprints ?? [] }));
       break;
     }
     case 'DOMAIN':
@@ -105,6 +110,9 @@ function validateKind(next: WriteOfDef<typeof postureChecks>): void {
       addresses.forEach((a, i) => {
         if (!MAC_ADDRESS.test(a)) throw fieldError(`macAddresses[${i}]`, 'must be a MAC address such as 0a:1b:2c:3d:4e:5f', a);
       });
+      // Stored as lowercase hex without separators, as the established controller stores them (one
+      // address written in two forms is one); evaluation compares reports in the same form.
+      next.macAddresses = [...new Set(addresses.map((a) => a.toLowerCase().replace(/[^0-9a-f]/g, '')))];
       break;
     }
     case 'MFA':
