@@ -1,6 +1,7 @@
 // Role attribute lists (`/<kind>-role-attributes`) and their usage (`/<kind>-role-attribute-usage`,
 // behaviour.md §3): the distinct attributes entities of a kind carry, with the filter symbol `id`,
-// sort and paging; and per attribute, which entities carry it and which policies name `#<attribute>`.
+// sort and paging; and per attribute, which entities carry it and which policies name `#<attribute>`,
+// over every attribute an entity carries or a policy names (as the established controller answers).
 // Expectations are computed by brute force from the stored entities and policies.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -60,6 +61,15 @@ beforeAll(async () => {
   await make('edge-router-policies', 'erp1', { semantic: 'AnyOf', identityRoles: ['#red'], edgeRouterRoles: ['#east', '#west'] });
   await make('edge-router-policies', 'erp2', { semantic: 'AnyOf', identityRoles: ['#blue', '#nobody'], edgeRouterRoles: ['#all'] });
   await make('service-edge-router-policies', 'serp1', { semantic: 'AllOf', serviceRoles: ['#web'], edgeRouterRoles: ['#east', '#red'] });
+  // attributes no entity carries, named only by policies
+  await make('service-policies', 'sp3', {
+    type: 'Dial',
+    semantic: 'AnyOf',
+    identityRoles: ['#red', '#sp-only'],
+    serviceRoles: ['#svc-only'],
+    postureCheckRoles: ['#pc-only'],
+  });
+  await make('service-edge-router-policies', 'serp2', { semantic: 'AnyOf', serviceRoles: ['#svc-only'], edgeRouterRoles: ['#er-only'] });
   world = await loadWorld();
 });
 afterAll(async () => {
@@ -73,7 +83,8 @@ interface KindCase {
   name: string;
   group: string;
   entities: keyof World;
-  collection: string;
+  /** The usage key of the entities. */
+  source: string;
   policies: [string, keyof World, keyof Pol][];
 }
 
@@ -83,10 +94,10 @@ const CASES: KindCase[] = [
     name: 'Identity',
     group: 'identity',
     entities: 'identities',
-    collection: 'identities',
+    source: 'identities',
     policies: [
-      ['service-policies', 'sp', 'identityRoles'],
-      ['edge-router-policies', 'erp', 'identityRoles'],
+      ['servicePolicies', 'sp', 'identityRoles'],
+      ['edgeRouterPolicies', 'erp', 'identityRoles'],
     ],
   },
   {
@@ -94,10 +105,10 @@ const CASES: KindCase[] = [
     name: 'Service',
     group: 'service',
     entities: 'services',
-    collection: 'services',
+    source: 'services',
     policies: [
-      ['service-policies', 'sp', 'serviceRoles'],
-      ['service-edge-router-policies', 'serp', 'serviceRoles'],
+      ['servicePolicies', 'sp', 'serviceRoles'],
+      ['serviceEdgeRouterPolicies', 'serp', 'serviceRoles'],
     ],
   },
   {
@@ -105,10 +116,10 @@ const CASES: KindCase[] = [
     name: 'EdgeRouter',
     group: 'router',
     entities: 'edgeRouters',
-    collection: 'edge-routers',
+    source: 'edgeRouters',
     policies: [
-      ['edge-router-policies', 'erp', 'edgeRouterRoles'],
-      ['service-edge-router-policies', 'serp', 'edgeRouterRoles'],
+      ['edgeRouterPolicies', 'erp', 'edgeRouterRoles'],
+      ['serviceEdgeRouterPolicies', 'serp', 'edgeRouterRoles'],
     ],
   },
   {
@@ -116,19 +127,29 @@ const CASES: KindCase[] = [
     name: 'PostureCheck',
     group: 'posture-check',
     entities: 'postureChecks',
-    collection: 'posture-checks',
-    policies: [['service-policies', 'sp', 'postureCheckRoles']],
+    source: 'postureChecks',
+    policies: [['servicePolicies', 'sp', 'postureCheckRoles']],
   },
 ];
 
 const attributesOf = (c: KindCase) => [...new Set((world[c.entities] as Ent[]).flatMap((e) => e.roleAttributes))].sort();
+
+/** The attributes of the usage list: those entities carry and those policies name (`#all` names none). */
+const usedAttributesOf = (c: KindCase) => {
+  const named = c.policies.flatMap(([, key, field]) =>
+    (world[key] as Pol[]).flatMap((p) =>
+      ((p[field] as string[]) ?? []).filter((r) => r.startsWith('#') && r !== '#all').map((r) => r.slice(1)),
+    ),
+  );
+  return [...new Set([...attributesOf(c), ...named])].sort();
+};
 
 function usageOf(c: KindCase, attribute: string, withIds: boolean): Record<string, { count: number; ids?: string[] }> {
   const out: Record<string, { count: number; ids?: string[] }> = {};
   const add = (source: string, found: string[]) => {
     if (found.length > 0) out[source] = withIds ? { count: found.length, ids: [...found].sort() } : { count: found.length };
   };
-  add(c.collection, (world[c.entities] as Ent[]).filter((e) => e.roleAttributes.includes(attribute)).map((e) => e.id));
+  add(c.source, (world[c.entities] as Ent[]).filter((e) => e.roleAttributes.includes(attribute)).map((e) => e.id));
   // `#all` selects everything; it names no attribute
   for (const [source, key, field] of c.policies) {
     add(source, (world[key] as Pol[]).filter((p) => attribute !== 'all' && ((p[field] as string[]) ?? []).includes(`#${attribute}`)).map((p) => p.id));
@@ -163,11 +184,16 @@ describe('the fixture', () => {
     expect(attributesOf(CASES[0]!)).toEqual(['all', 'blue', 'green', 'red']);
     expect(usageOf(CASES[0]!, 'red', true)).toEqual({
       identities: { count: 2, ids: [ids.i1, ids.i2].sort() },
-      'service-policies': { count: 1, ids: [ids.sp1] },
-      'edge-router-policies': { count: 1, ids: [ids.erp1] },
+      servicePolicies: { count: 2, ids: [ids.sp1, ids.sp3].sort() },
+      edgeRouterPolicies: { count: 1, ids: [ids.erp1] },
     });
     expect(usageOf(CASES[0]!, 'all', false)).toEqual({ identities: { count: 1 } });
     expect(attributesOf(CASES[3]!)).toEqual(['corp', 'red']);
+    expect(usedAttributesOf(CASES[0]!)).toEqual(['all', 'blue', 'green', 'nobody', 'red', 'sp-only']);
+    expect(usedAttributesOf(CASES[1]!)).toEqual(['red', 'svc-only', 'web']);
+    expect(usedAttributesOf(CASES[2]!)).toEqual(['east', 'er-only', 'red', 'west']);
+    expect(usedAttributesOf(CASES[3]!)).toEqual(['corp', 'pc-only', 'red']);
+    expect(usageOf(CASES[2]!, 'er-only', false)).toEqual({ serviceEdgeRouterPolicies: { count: 1 } });
   });
 
   it('serves the operations of endpoints.md', async () => {
@@ -229,7 +255,7 @@ describe.each(CASES.map((c) => [c.prefix, c] as const))('%s role attributes', (_
   });
 
   it('answers the usage of each attribute, without ids by default', async () => {
-    const all = attributesOf(c);
+    const all = usedAttributesOf(c);
     for (const q of ['', 'withIds=false']) {
       const body = await get(usageUrl(c, `limit=500${q ? `&${q}` : ''}`));
       expect(body.data).toEqual(all.map((a) => ({ roleAttribute: a, usage: usageOf(c, a, false) })));
@@ -239,18 +265,23 @@ describe.each(CASES.map((c) => [c.prefix, c] as const))('%s role attributes', (_
   });
 
   it('answers the ids of each use with withIds=true', async () => {
-    const all = attributesOf(c);
+    const all = usedAttributesOf(c);
     const body = await get(usageUrl(c, 'limit=500&withIds=true'));
     expect(sortedUsage(body.data)).toEqual(all.map((a) => ({ roleAttribute: a, usage: usageOf(c, a, true) })));
     expect(body.data.some((item: any) => Object.keys(item.usage).length > 1)).toBe(true);
   });
 
   it('filters, sorts and pages the usage list like the attribute list', async () => {
-    const all = attributesOf(c);
-    const [first] = all as [string];
-    const one = await get(usageUrl(c, `withIds=true&${filter(`id = "${first}"`)}`));
-    expect(sortedUsage(one.data)).toEqual([{ roleAttribute: first, usage: usageOf(c, first, true) }]);
-    expect(one.meta.pagination.totalCount).toBe(1);
+    const all = usedAttributesOf(c);
+    expect(all.length).toBeGreaterThan(attributesOf(c).length);
+    for (const attribute of [all[0]!, all.find((a) => !attributesOf(c).includes(a))!]) {
+      const one = await get(usageUrl(c, `withIds=true&${filter(`id = "${attribute}"`)}`));
+      expect(sortedUsage(one.data)).toEqual([{ roleAttribute: attribute, usage: usageOf(c, attribute, true) }]);
+      expect(one.meta.pagination.totalCount).toBe(1);
+    }
+    const some = await get(usageUrl(c, filter('id contains "o"')));
+    expect(some.data.map((i: any) => i.roleAttribute)).toEqual(all.filter((a) => a.includes('o')));
+    expect(some.meta.pagination.totalCount).toBe(all.filter((a) => a.includes('o')).length);
     const page = await get(usageUrl(c, 'sort=id desc&limit=1&offset=1'));
     expect(page.data.map((i: any) => i.roleAttribute)).toEqual([[...all].reverse()[1]]);
     expect(page.meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: all.length });
@@ -261,14 +292,6 @@ describe.each(CASES.map((c) => [c.prefix, c] as const))('%s role attributes', (_
       const res = await call(t, 'GET', u);
       expectMissingCredential(res);
     }
-  });
-});
-
-describe('attributes only policies name', () => {
-  it('are not attributes in use: neither listed nor in the usage list', async () => {
-    const c = CASES[0]!;
-    expect((await get(listUrl(c, filter('id = "nobody"')))).data).toEqual([]);
-    expect((await get(usageUrl(c, filter('id = "nobody"')))).data).toEqual([]);
   });
 });
 
@@ -301,5 +324,52 @@ describe('changes', () => {
     expect((await get(listUrl(c))).data).toEqual(['blue', 'purple', 'red']);
     const usage = await get(usageUrl(c, `withIds=true&${filter('id = "purple"')}`));
     expect(usage.data).toEqual([{ roleAttribute: 'purple', usage: { identities: { count: 1, ids: [ids.i3] } } }]);
+  });
+});
+
+describe('attributes only policies name', () => {
+  it('are in the usage list, with the policies naming them, but not in the attribute list', async () => {
+    const c = CASES[0]!;
+    expect((await get(listUrl(c, filter('id = "nobody"')))).data).toEqual([]);
+    expect((await get(usageUrl(c, `withIds=true&${filter('id = "nobody"')}`))).data).toEqual([
+      { roleAttribute: 'nobody', usage: { edgeRouterPolicies: { count: 1, ids: [ids.erp2] } } },
+    ]);
+  });
+
+  it('as in the report: an identity attribute only a service policy names', async () => {
+    await create('identities', { name: 'usage-id', type: 'User', isAdmin: false, roleAttributes: ['u-both', 'u-idonly'] });
+    const policy = await create('service-policies', {
+      name: 'usage-sp',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: ['#u-both', '#u-sponly'],
+      serviceRoles: [],
+    });
+    const body = await get(usageUrl(CASES[0]!, `withIds=true&${filter('id contains "u-"')}`));
+    expect(body.data.map((i: any) => i.roleAttribute)).toEqual(['u-both', 'u-idonly', 'u-sponly']);
+    expect(body.data[2]).toEqual({ roleAttribute: 'u-sponly', usage: { servicePolicies: { count: 1, ids: [policy] } } });
+    expect(body.meta.pagination.totalCount).toBe(3);
+  });
+
+  it('page and count over the union: hundreds of attributes only policies name', async () => {
+    const names = Array.from({ length: 400 }, (_, n) => `bulk-${String(n).padStart(3, '0')}`);
+    // two policies share the middle 200, so the union counts each once
+    const roles = (some: string[]) => some.map((n) => `#${n}`);
+    const a = await create('edge-router-policies', { name: 'bulk-a', semantic: 'AnyOf', identityRoles: [], edgeRouterRoles: roles(names.slice(0, 300)) });
+    const b = await create('service-edge-router-policies', { name: 'bulk-b', semantic: 'AnyOf', serviceRoles: [], edgeRouterRoles: roles(names.slice(100)) });
+    const c = CASES[2]!;
+    const bulk = filter('id contains "bulk-"');
+    const page = await get(usageUrl(c, `${bulk}&limit=50&offset=275`));
+    expect(page.data.map((i: any) => i.roleAttribute)).toEqual(names.slice(275, 325));
+    expect(page.meta.pagination).toEqual({ limit: 50, offset: 275, totalCount: 400 });
+    expect(page.data[0].usage).toEqual({ edgeRouterPolicies: { count: 1 }, serviceEdgeRouterPolicies: { count: 1 } });
+    expect(page.data[49].usage).toEqual({ serviceEdgeRouterPolicies: { count: 1 } });
+    const last = await get(usageUrl(c, `${bulk}&sort=id desc&limit=3&withIds=true`));
+    const onlyB = { serviceEdgeRouterPolicies: { count: 1, ids: [b] } };
+    expect(last.data).toEqual(names.slice(-3).reverse().map((n) => ({ roleAttribute: n, usage: onlyB })));
+    const first = await get(usageUrl(c, `${bulk}&limit=1&withIds=true`));
+    expect(first.data).toEqual([{ roleAttribute: names[0], usage: { edgeRouterPolicies: { count: 1, ids: [a] } } }]);
+    expect((await get(usageUrl(c, 'limit=1'))).meta.pagination.totalCount).toBe(usedAttributesOf(c).length + 400);
+    expect((await get(listUrl(c, bulk))).meta.pagination.totalCount).toBe(0);
   });
 });

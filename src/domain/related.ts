@@ -177,8 +177,10 @@ export async function countDistinct(ex: Executor, ids: RawBuilder<unknown>): Pro
 
 /** A policy role list that can name `#attribute`s of a kind. */
 export interface RoleSource {
-  /** The usage key: the policy collection. */
+  /** The policy collection. */
   collection: string;
+  /** The usage key: the policy collection in camel case, as the established controller names it. */
+  source: string;
   table: string;
   /** The role list column. */
   column: string;
@@ -192,12 +194,15 @@ export interface RoleAttributeKind {
   name: string;
   /** The permission group whose read is required. */
   group: string;
-  /** The entity collection carrying the attributes (the usage key). */
+  /** The entity collection carrying the attributes. */
   collection: string;
+  /** Its usage key: the collection in camel case. */
+  source: string;
   policies: readonly RoleSource[];
 }
 
 const pascal = (kind: string) => kind.replace(/(^|-)([a-z])/g, (_m, _dash, c: string) => c.toUpperCase());
+const camel = (collection: string) => pascal(collection).replace(/^[A-Z]/, (c) => c.toLowerCase());
 
 /** One per kind of entity role lists select, with the role lists that select it. */
 export const ROLE_ATTRIBUTE_KINDS: readonly RoleAttributeKind[] = Object.values(ROLE_KINDS).map((k) => ({
@@ -206,7 +211,13 @@ export const ROLE_ATTRIBUTE_KINDS: readonly RoleAttributeKind[] = Object.values(
   name: pascal(k.kind),
   group: k.permission,
   collection: k.collection,
-  policies: (LISTS_OF_KIND[k.kind] ?? []).map((l) => ({ collection: l.collection, table: policySpecOf(l.collection).table, column: l.column })),
+  source: camel(k.collection),
+  policies: (LISTS_OF_KIND[k.kind] ?? []).map((l) => ({
+    collection: l.collection,
+    source: camel(l.collection),
+    table: policySpecOf(l.collection).table,
+    column: l.column,
+  })),
 }));
 
 /** Filter and sort of the role attribute lists: the one symbol `id` is the attribute. */
@@ -216,28 +227,63 @@ export const ROLE_ATTRIBUTE_FILTER: FilterSpec = {
   fields: ['id'],
 };
 
-function attributesOfKind(ex: Executor, kind: RoleKind, where: Expression<SqlBool> | undefined) {
-  let q = ex.selectFrom('role_attribute_index as ra').where('ra.kind', '=', kind);
-  if (where) q = q.where(where);
-  return q;
+type AttributeTable = ReturnType<typeof carriedAttributes>;
+
+/** The distinct attributes entities of `kind` carry, as a table `ra` of one column `attribute`. */
+function carriedAttributes(resources: Resources, kind: RoleKind) {
+  return resources.store.db.selectFrom('role_attribute_index as ra').where('ra.kind', '=', kind).select('ra.attribute');
 }
 
-/** A page of the distinct attributes carried by entities of `kind`, and how many there are. */
-export async function listRoleAttributes(
-  resources: Resources,
-  kind: RoleKind,
+/** A page of the distinct attributes of a table, filtered and sorted, and how many there are. */
+async function pageOfAttributes(
+  table: () => AttributeTable,
   q: Omit<ListQuery, 'scope'>,
 ): Promise<{ items: string[]; total: number }> {
-  const ex = resources.store.db;
-  const counted = await attributesOfKind(ex, kind, q.where)
+  const attributes = () => (q.where ? table().where(q.where) : table());
+  const counted = await attributes()
+    .clearSelect()
     .select(sql<number>`count(distinct ${sql.ref('ra.attribute')})`.as('n'))
     .executeTakeFirstOrThrow();
   const direction = q.sort.find((s) => s.field === 'id')?.direction ?? 'asc';
-  let page = attributesOfKind(ex, kind, q.where).select('ra.attribute as attribute').distinct().orderBy('ra.attribute', direction);
+  let page = attributes().distinct().orderBy('ra.attribute', direction);
   if (q.limit !== null) page = page.limit(q.limit);
   if (q.offset > 0) page = q.limit === null ? page.limit(-1).offset(q.offset) : page.offset(q.offset);
   const rows = await page.execute();
   return { items: rows.map((r) => String(r.attribute)), total: Number(counted.n) };
+}
+
+/** A page of the distinct attributes entities of `kind` carry, and how many there are. */
+export function listRoleAttributes(
+  resources: Resources,
+  kind: RoleKind,
+  q: Omit<ListQuery, 'scope'>,
+): Promise<{ items: string[]; total: number }> {
+  return pageOfAttributes(() => carriedAttributes(resources, kind), q);
+}
+
+/**
+ * A page of the attributes of the usage list, and how many there are: those entities of the kind
+ * carry united with those the kind's policy role lists name (`#<attribute>`; `#all` names none), as
+ * the established controller lists them, so an attribute only a policy names (a typo, a dangling
+ * reference) shows. The filter, sort and paging apply to the union.
+ */
+export function listUsedRoleAttributes(
+  resources: Resources,
+  spec: RoleAttributeKind,
+  q: Omit<ListQuery, 'scope'>,
+): Promise<{ items: string[]; total: number }> {
+  const { db, dialect } = resources.store;
+  const named = spec.policies.map((source) => {
+    const { from, element } = dialect.flavor.arrayElements(sql.ref(`p.${source.column}`), 'e');
+    return sql`select substr(${element}, 2) from ${sql.table(source.table)} as p cross join ${from}
+      where substr(${element}, 1, 1) = '#' and ${element} <> '#all'`;
+  });
+  // Written out, not carriedAttributes(): a nested query builder is parenthesised, which SQLite
+  // refuses as a part of a union.
+  const carried = sql`select ${sql.ref('attribute')} from ${sql.table('role_attribute_index')}
+    where ${sql.ref('kind')} = ${spec.kind}`;
+  const union = sql<{ attribute: string }>`(${sql.join([carried, ...named], sql` union `)})`;
+  return pageOfAttributes(() => db.selectFrom(union.as('ra')).select('ra.attribute'), q);
 }
 
 export interface Usage {
@@ -247,7 +293,7 @@ export interface Usage {
 
 export interface RoleAttributeUsage {
   roleAttribute: string;
-  /** Per source (the entity collection, then policy collections): only sources that refer to it. */
+  /** Per source (the entities, then the kinds of policy, camel case): only sources that refer to it. */
   usage: Record<string, Usage>;
 }
 
@@ -277,9 +323,9 @@ export async function roleAttributeUsage(
       .execute();
     for (const r of rows) {
       const m = usage.get(String(r.attribute))!;
-      const ids = (m.get(spec.collection) as string[] | undefined) ?? [];
+      const ids = (m.get(spec.source) as string[] | undefined) ?? [];
       ids.push(String(r.entity_id));
-      m.set(spec.collection, ids);
+      m.set(spec.source, ids);
     }
   } else {
     const rows = await ex
@@ -289,7 +335,7 @@ export async function roleAttributeUsage(
       .where('attribute', 'in', attributes)
       .groupBy('attribute')
       .execute();
-    for (const r of rows) usage.get(String(r.attribute))!.set(spec.collection, Number(r.n));
+    for (const r of rows) usage.get(String(r.attribute))!.set(spec.source, Number(r.n));
   }
 
   const roles = attributes.map((a) => `#${a}`);
@@ -309,9 +355,9 @@ export async function roleAttributeUsage(
         if (typeof role !== 'string' || !role.startsWith('#') || role === '#all') continue;
         const m = usage.get(role.slice(1));
         if (!m) continue;
-        const ids = (m.get(source.collection) as string[] | undefined) ?? [];
+        const ids = (m.get(source.source) as string[] | undefined) ?? [];
         ids.push(String(row.id));
-        m.set(source.collection, ids);
+        m.set(source.source, ids);
       }
     }
   }

@@ -44,6 +44,13 @@ export interface SqlFlavor {
     predicate: (element: RawBuilder<string>) => RawBuilder<SqlBool>,
   ): RawBuilder<SqlBool>;
 
+  /**
+   * The elements of a JSON-array column as rows: a FROM item named `alias`, joined after the column's
+   * table (`from t cross join <from>`), one row per element, each read as the (non-NULL) text
+   * expression `element`.
+   */
+  arrayElements(column: RawBuilder<unknown>, alias: string): { from: RawBuilder<unknown>; element: RawBuilder<string> };
+
   /** The value of tag `key` as text when it is a JSON string; NULL when absent, null or boolean. */
   tagString(column: RawBuilder<unknown>, key: string): RawBuilder<string | null>;
 

@@ -47,6 +47,13 @@ export const sqliteFlavor: SqlFlavor = {
   arraySome: (column, predicate) =>
     sql<SqlBool>`(exists (select 1 from json_each(${column}) as "elem" where ${predicate(sql<string>`"elem"."value"`)}))`,
 
+  // json_each's columns shadow outer ones of the same name (see arraySome): the element is read
+  // qualified by the alias.
+  arrayElements: (column, alias) => ({
+    from: sql`json_each(${column}) as ${sql.id(alias)}`,
+    element: sql<string>`${sql.ref(`${alias}.value`)}`,
+  }),
+
   tagString: (column, key) => {
     const path = tagPath(key);
     return sql<string | null>`(case when json_type(${column}, ${path}) = 'text' then json_extract(${column}, ${path}) end)`;

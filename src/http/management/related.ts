@@ -7,6 +7,7 @@ import { allows } from '../../auth/permissions.js';
 import { policyAdvice } from '../../domain/advice.js';
 import {
   listRoleAttributes,
+  listUsedRoleAttributes,
   parsePolicyType,
   RELATIONS,
   ROLE_ATTRIBUTE_FILTER,
@@ -25,6 +26,9 @@ const PolicyTypeQuery = Type.Composite(
   { additionalProperties: true },
 );
 
+/** `edge-router-policies` → `edge router policies`. */
+const words = (collection: string) => collection.replace(/-/g, ' ');
+
 const RoleAttributeUsageQuery = Type.Composite(
   [
     ListQuerySchema,
@@ -39,7 +43,11 @@ const RoleAttributeUsageSchema = Type.Object(
     usage: Type.Record(
       Type.String(),
       Type.Object({ count: Type.Integer(), ids: Type.Optional(Type.Array(Type.String())) }),
-      { description: 'per kind of entity or policy that refers to the attribute' },
+      {
+        description:
+          'per kind of entity or policy that refers to the attribute (identities, edgeRouters, services, postureChecks, ' +
+          'servicePolicies, edgeRouterPolicies, serviceEdgeRouterPolicies); a kind that does not is left out',
+      },
     ),
   },
   { title: 'roleAttributeUsage' },
@@ -125,6 +133,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
       config: { auth: routeAuth(spec.group, 'read') },
       schema: {
         operationId: `list${spec.name}RoleAttributes`,
+        description: `The distinct role attributes ${words(spec.collection)} carry.`,
         tags,
         querystring: ListQuerySchema,
         response: { 200: dataEnvelopeSchema(Type.Array(Type.String(), { title: 'roleAttributesList' }), 'listRoleAttributesEnvelope') },
@@ -140,6 +149,9 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
       config: { auth: routeAuth(spec.group, 'read') },
       schema: {
         operationId: `list${spec.name}RoleAttributeUsage`,
+        description:
+          `Every role attribute ${words(spec.collection)} carry or ${spec.policies.map((p) => words(p.collection)).join(' or ')} name, ` +
+          `with its usage by each that refers to it (keys ${[spec, ...spec.policies].map((p) => p.source).join(', ')}).`,
         tags,
         querystring: RoleAttributeUsageQuery,
         response: { 200: dataEnvelopeSchema(Type.Array(RoleAttributeUsageSchema), 'listRoleAttributeUsageEnvelope') },
@@ -147,7 +159,7 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
       handler: async (request) => {
         const query = request.query as Record<string, unknown>;
         const list = parseList(query, ROLE_ATTRIBUTE_FILTER, flavor);
-        const { items, total } = await listRoleAttributes(r, spec.kind, list.query);
+        const { items, total } = await listUsedRoleAttributes(r, spec, list.query);
         const usage = await roleAttributeUsage(r, spec, items, query.withIds === true);
         return envelope(usage, listMeta(list, total, ROLE_ATTRIBUTE_FILTER));
       },
