@@ -76,11 +76,11 @@ describe('create and read', () => {
     ['an http jwksEndpoint (https only unless configured)', { ...base, jwksEndpoint: 'http://idp.example.com/jwks' }, 'jwksEndpoint'],
     ['a file: jwksEndpoint', { ...base, jwksEndpoint: 'file:///etc/passwd' }, 'jwksEndpoint'],
     ['an externalAuthUrl that is no URL', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', externalAuthUrl: 'nope' }, 'externalAuthUrl'],
-    ['an unknown enrollAuthPolicyId', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', enrollAuthPolicyId: 'no-such-policy' }, 'enrollAuthPolicyId'],
     ['a missing audience', { name: 'bad-one', issuer: 'https://bad.example.com', enabled: true, jwksEndpoint: 'https://bad.example.com/jwks' }, 'audience'],
     ['a bad targetToken', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', targetToken: 'REFRESH' }, 'targetToken'],
-  ])('refuses %s with 400 naming the field, writing nothing', async (_what, body, field) => {
-    expectError(await call(t, 'POST', url(), { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);
+    ['an unknown enrollAuthPolicyId', { ...base, jwksEndpoint: 'https://bad.example.com/jwks', enrollAuthPolicyId: 'no-such-policy' }, 'enrollAuthPolicyId', 'REFERENCED_ENTITY_NOT_FOUND'],
+  ])('refuses %s with 400 naming the field, writing nothing', async (_what, body, field, code = 'COULD_NOT_VALIDATE') => {
+    expectError(await call(t, 'POST', url(), { token: admin, body }), 400, code, field);
     const listed = json(await call(t, 'GET', `${url()}?filter=${encodeURIComponent('name = "bad-one"')}`, { token: admin }));
     expect(listed.data).toEqual([]);
   });

@@ -118,7 +118,7 @@ async function assertMayWriteSigner(ctx: WriteContext, signerId: string): Promis
 async function checkEnrollment(ctx: WriteContext, next: Signer): Promise<void> {
   const policyId = next.enrollAuthPolicyId;
   const primary = policyId ? await primaryOf(ctx.tx, policyId) : undefined;
-  if (policyId && !primary) throw fieldError('enrollAuthPolicyId', 'names no auth policy', policyId);
+  if (policyId && !primary) throw fieldError('enrollAuthPolicyId', 'names no auth policy', policyId, 'REFERENCED_ENTITY_NOT_FOUND');
   for (const to of ['cert', 'token'] as const) {
     if (!(to === 'cert' ? next.enrollToCertEnabled : next.enrollToTokenEnabled)) continue;
     const flag = to === 'cert' ? 'enrollToCertEnabled' : 'enrollToTokenEnabled';
