@@ -405,7 +405,11 @@ describe('edge routers and terminators', () => {
     expect(full[0]).toMatchObject({ address: 'tcp:127.0.0.1:8443', binding: 'transport', cost: 0, precedence: 'default' });
   });
 
-  it('GET /current-identity/edge-routers: the routers of the caller\u2019s edge router policies', async () => {
+  it('GET /current-identity/edge-routers: the enrolled routers of the caller\u2019s edge router policies', async () => {
+    // Enrolled (as a router's enrollment marks it); one never enrolled, which has no address, is left out.
+    const db = t.app.core.store.db;
+    await db.updateTable('edge_routers').set({ is_verified: 1 }).where('id', 'in', [ids.router!, ids.routerCore!]).execute();
+    const fresh = await net.edgeRouter('er-never-enrolled', ['public']);
     const mine = ok(await client(t, 'GET', '/current-identity/edge-routers', tokens.alice)) as any[];
     expect(mine.map((r) => r.id)).toEqual([ids.router]);
     expect(mine[0]).toMatchObject({ name: 'er-public', isOnline: false, syncStatus: 'SYNC_UNKNOWN' });
@@ -415,6 +419,7 @@ describe('edge routers and terminators', () => {
     expect(idsOf(await client(t, 'GET', `/current-identity/edge-routers?filter=${encodeURIComponent('id != "x" limit none')}`, tokens.carol))).toEqual([ids.routerCore]);
     expectError(await client(t, 'GET', '/current-identity/edge-routers?filter=nope', tokens.alice), 400, 'INVALID_FILTER', 'filter');
     expectError(await client(t, 'GET', '/current-identity/edge-routers'), 401, 'UNAUTHORIZED');
+    ok(await call(t, 'DELETE', `${MGMT}/edge-routers/${fresh}`, { token: net.admin }));
   });
 });
 

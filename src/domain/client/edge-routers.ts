@@ -6,6 +6,7 @@ import { sql, type SqlBool } from 'kysely';
 import { Type } from '@sinclair/typebox';
 import { filterSpec, type FilterSpec } from '../../resources/kit.js';
 import { edgeRouters as edgeRoutersDef } from '../../resources/routers.js';
+import type { SqlFlavor } from '../../query/flavor.js';
 import type { ListQuery } from '../../store/repository.js';
 import type { EntityOf } from '../../resources/index.js';
 import { identityEdgeRouters, idIn, serviceEdgeRouters } from '../related.js';
@@ -83,8 +84,12 @@ export const CLIENT_EDGE_ROUTER_FILTER: FilterSpec = (() => {
 
 /** Scopes of the client edge router lists. */
 export const edgeRouterScope = {
-  /** The edge routers an identity may use (edge router policies). */
-  ofIdentity: (identityId: string) => idIn(edgeRoutersDef.table, identityEdgeRouters(identityId)),
+  /**
+   * The edge routers an identity may use (edge router policies), enrolled ones only: one never
+   * enrolled has no address to reach it by (the established controller lists the verified ones).
+   */
+  ofIdentity: (identityId: string, flavor: SqlFlavor) =>
+    sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${sql.ref(`${edgeRoutersDef.table}.is_verified`)} = ${flavor.bool(true)})`,
   /** Those it may use for a service (and that service edge router policies let carry it). */
   forService: (identityId: string, serviceId: string) =>
     sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
@@ -92,7 +97,8 @@ export const edgeRouterScope = {
 
 /** A page of the edge routers an identity may use, or with a service those it may use for it; scoped before any filter. */
 function pageOf(edgeRouters: ResourceService<EdgeRouter>, q: ListQuery, identityId: string, serviceId?: string) {
-  const scope = serviceId === undefined ? edgeRouterScope.ofIdentity(identityId) : edgeRouterScope.forService(identityId, serviceId);
+  const scope =
+    serviceId === undefined ? edgeRouterScope.ofIdentity(identityId, edgeRouters.store.dialect.flavor) : edgeRouterScope.forService(identityId, serviceId);
   return edgeRouters.listEntities({ ...q, scope });
 }
 
