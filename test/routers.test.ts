@@ -174,6 +174,9 @@ describe('one table behind both paths', () => {
     expectError(await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'shared-1' } }), 400, 'COULD_NOT_VALIDATE', 'name');
     expect((await call(t, 'DELETE', `${MGMT}/transit-routers/${id}`, { token: admin })).statusCode).toBe(200);
     expectError(await call(t, 'GET', `${MGMT}/routers/${id}`, { token: admin }), 404, 'NOT_FOUND');
+    // One kind of record in the audit log, whichever path changed it.
+    const audited = json(await call(t, 'GET', `${MGMT}/audit-events?filter=${encodeURIComponent(`entityId = "${id}"`)}`, { token: admin }));
+    expect(audited.data.map((e: { action: string; entityType: string }) => `${e.action} ${e.entityType}`).sort()).toEqual(['create routers', 'delete routers', 'update routers']);
   });
 
   it('deleting a router removes its terminators', async () => {

@@ -11,6 +11,7 @@
 import type { CompiledQuery } from 'kysely';
 import type { ResourceDef } from '../resources/kit.js';
 import { auditEvents } from '../resources/audit-events.js';
+import { resourceDefs } from '../resources/index.js';
 import { Repository } from '../store/repository.js';
 import { template, type Template } from '../store/template.js';
 import type { Executor, Store, Tx } from '../store/store.js';
@@ -162,7 +163,7 @@ export class AuditTrail {
       rows.push(
         this.row(now, origin, actor, {
           action: actionOf(c, actor),
-          entityType: c.change.collection,
+          entityType: entityTypeOf(c.change.collection),
           entityId: c.change.id,
           entityName: typeof image?.[nameField] === 'string' ? (image[nameField] as string) : null,
           ...images(c.def, c.before, c.change.kind === 'delete' ? undefined : after),
@@ -283,6 +284,19 @@ export class AuditTrail {
     }
     return Number(aged.numDeletedRows + counted);
   }
+}
+
+/**
+ * The entity type an event names: the collection that owns the record's table. One table served
+ * under two names (routers at /routers and /transit-routers) is one kind of record, whichever path
+ * changed it, so a filter on it finds every event of the record.
+ */
+const OWNER_OF_TABLE = new Map<string, string>();
+for (const def of resourceDefs) if (!OWNER_OF_TABLE.has(def.table)) OWNER_OF_TABLE.set(def.table, def.name);
+const ENTITY_TYPE = new Map<string, string>(resourceDefs.map((def) => [def.name, OWNER_OF_TABLE.get(def.table)!]));
+
+function entityTypeOf(collection: string): string {
+  return ENTITY_TYPE.get(collection) ?? collection;
 }
 
 /**
