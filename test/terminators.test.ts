@@ -155,33 +155,40 @@ describe('validation', () => {
     expectError(await call(t, 'POST', URL, { token: admin, body: { ...base(), router: 'no-such-router' } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'router');
     const id = await create(base());
     expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { router: 'no-such-router' } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'router');
-    expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { service: 'no-such-service' } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', 'service');
     expect(await get(id)).toMatchObject({ serviceId, routerId: edgeRouterId });
   });
 });
 
 describe('patch, full update, delete', () => {
-  it('patch changes only the supplied fields, including the service and router', async () => {
+  it('patch changes only the supplied fields, the router too', async () => {
     const id = await create({ ...base(), cost: 5, identity: 'keep' });
-    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { router: routerId, service: otherServiceId, precedence: 'failed' } })).statusCode).toBe(200);
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { router: routerId, service: serviceId, precedence: 'failed' } })).statusCode).toBe(200);
     expect(await get(id)).toMatchObject({
       routerId,
       router: { entity: 'routers', id: routerId },
-      serviceId: otherServiceId,
-      service: { id: otherServiceId, name: 'term-service-2' },
+      serviceId,
       precedence: 'failed',
       cost: 5,
       identity: 'keep',
     });
   });
 
-  it('full update requires service, router, address and binding and resets the rest', async () => {
-    const id = await create({ ...base(), cost: 5, identity: 'gone', precedence: 'required' });
-    for (const field of ['service', 'router', 'address', 'binding']) {
+  it('the service and the identity are fixed when created, as in the established controller: another is 400, nothing changed', async () => {
+    const id = await create({ ...base(), identity: 'host-1' });
+    for (const method of ['PATCH', 'PUT'] as const) {
+      expectError(await call(t, method, `${URL}/${id}`, { token: admin, body: { ...base(), service: otherServiceId } }), 400, 'COULD_NOT_VALIDATE', 'service');
+      expectError(await call(t, method, `${URL}/${id}`, { token: admin, body: { ...base(), identity: 'host-2' } }), 400, 'COULD_NOT_VALIDATE', 'identity');
+    }
+    expect(await get(id)).toMatchObject({ serviceId, identity: 'host-1' });
+  });
+
+  it('full update requires router, address and binding and resets the rest but what is fixed', async () => {
+    const id = await create({ ...base(), cost: 5, identity: 'kept', precedence: 'required' });
+    for (const field of ['router', 'address', 'binding']) {
       expectError(await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { ...base(), [field]: undefined } }), 400, 'COULD_NOT_VALIDATE', field);
     }
     expect((await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { ...base(), address: 'tcp:b:2' } })).statusCode).toBe(200);
-    expect(await get(id)).toMatchObject({ address: 'tcp:b:2', cost: 0, identity: '', precedence: 'default' });
+    expect(await get(id)).toMatchObject({ address: 'tcp:b:2', cost: 0, identity: 'kept', precedence: 'default' });
   });
 
   it('delete, and unknown ids are 404', async () => {

@@ -78,9 +78,12 @@ export const terminators = defineResource({
   permission: 'terminator',
   fields: {
     // Written as ids; read back as entity references, with serviceId and routerId beside them.
-    service: field.ref('services', 'id of the service it terminates', {
+    // The service, the identity and its secret are fixed at create, as in the established controller:
+    // a terminator answers for one service and one hosting identity for its whole life.
+    service: field.ref('services', 'id of the service it terminates; fixed when created', {
       column: 'service_id',
       required: 'always',
+      createOnly: true,
       ref: { collection: 'services', onDelete: 'cascade' },
     }),
     router: field.string('id of the (edge or transit) router hosting it', {
@@ -93,7 +96,7 @@ export const terminators = defineResource({
     binding: field.string('how the router reaches the address', { required: 'always', minLength: 1, maxLength: MAX_NAME }),
     cost: field.integer('static cost', { minimum: 0, maximum: 65535, default: 0 }),
     precedence: field.enum(TERMINATOR_PRECEDENCES, 'precedence', { default: 'default' }),
-    identity: field.string('identity the terminator answers for', { maxLength: MAX_NAME, default: '' }),
+    identity: field.string('identity the terminator answers for; fixed when created', { maxLength: MAX_NAME, default: '', createOnly: true }),
     identitySecret: field.string('base64 bytes; accepted on create only, stored as a hash, never returned', {
       createOnly: true,
       writeOnly: true,
