@@ -22,6 +22,8 @@ const MINUTE = 60_000;
 let t: TestController;
 let admin: string;
 let policyId: string;
+let svcA: string;
+let svcB: string;
 
 beforeAll(async () => {
   t = await startTestController({ env: ADMIN_ENV });
@@ -48,6 +50,8 @@ beforeAll(async () => {
   });
   expect(res.statusCode).toBe(201);
   policyId = json(res).data.id;
+  // Services the hosting costs and precedences name (they must exist).
+  [svcA, svcB] = [(await t.app.core.resources.get('services').create({ name: 'hosted-a' })).id, (await t.app.core.resources.get('services').create({ name: 'hosted-b' })).id];
 });
 afterAll(async () => {
   await t.close();
@@ -68,6 +72,37 @@ const get = async (id: string) => {
   return json(res).data;
 };
 
+describe('what an identity names and is', () => {
+  it('hosting costs and precedences name existing services: another is 400 REFERENCED_ENTITY_NOT_FOUND, nothing written', async () => {
+    for (const field of ['serviceHostingCosts', 'serviceHostingPrecedences']) {
+      const value = field === 'serviceHostingCosts' ? 5 : 'failed';
+      expectError(
+        await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: `ghost-${field}`, type: 'User', isAdmin: false, [field]: { 'no-such-service': value } } }),
+        400,
+        'REFERENCED_ENTITY_NOT_FOUND',
+        field,
+      );
+      const id = await createIdentity(t, admin, { name: `hosting-${field}`, [field]: { [svcA]: value } });
+      expectError(await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { [field]: { [svcA]: value, ghost: value } } }), 400, 'REFERENCED_ENTITY_NOT_FOUND', field);
+      expect((await get(id))[field]).toEqual({ [svcA]: value });
+    }
+  });
+
+  it('a blank externalId is none: read as null, and two identities may have it', async () => {
+    const first = await createIdentity(t, admin, { name: 'blank-ext-1', externalId: '' });
+    const second = await createIdentity(t, admin, { name: 'blank-ext-2', externalId: '  ' });
+    expect((await get(first)).externalId).toBeNull();
+    expect((await get(second)).externalId).toBeNull();
+    expect((await call(t, 'PATCH', `${MGMT}/identities/${first}`, { token: admin, body: { externalId: '' } })).statusCode).toBe(200);
+  });
+
+  it("a router's identity keeps type Router", async () => {
+    const id = await createIdentity(t, admin, { name: 'router-typed', type: 'Router' });
+    expectError(await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { type: 'User' } }), 400, 'COULD_NOT_VALIDATE', 'type');
+    expect((await get(id)).typeId).toBe('Router');
+  });
+});
+
 describe('create and read', () => {
   it('round-trips every writable field and answers the computed ones', async () => {
     const body = {
@@ -79,8 +114,8 @@ describe('create and read', () => {
       appData: { team: 'blue', nested: { list: [1, 2, 3], flag: true }, nothing: null },
       defaultHostingCost: 65535,
       defaultHostingPrecedence: 'required',
-      serviceHostingCosts: { svcA: 0, svcB: 65535 },
-      serviceHostingPrecedences: { svcA: 'failed', svcB: 'default' },
+      serviceHostingCosts: { [svcA]: 0, [svcB]: 65535 },
+      serviceHostingPrecedences: { [svcA]: 'failed', [svcB]: 'default' },
       roleAttributes: ['red', 'green'],
       permissions: ['identity.read', 'auth-policy'],
       tags: { owner: 'ops', managed: true, none: null },

@@ -2,7 +2,7 @@
 // disable / enable taking effect on live sessions at once.
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, fieldError, notFound } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { markDisabled, resetWrongPasswords } from '../auth/lockout.js';
 import { isDisabledAt } from '../auth/identity-directory.js';
@@ -12,9 +12,10 @@ import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
+import type { EntityOf } from '../resources/index.js';
 import { createIdentityEnrollments, pendingEnrollments, type EnrollmentTokens } from './enrollments.js';
 import { assertMayManage, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
-import { computed, type Actor, type ResourceBehaviour, type Resources } from './resources.js';
+import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** What an identity's `enrollment` reads as: its pending enrollments, by method. */
 const PendingEnrollment = {
@@ -108,6 +109,13 @@ export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources
   return {
     async validate(ctx, next, prev) {
       if (prev) await assertMayManage(ctx, prev.id);
+      // A blank externalId is none, as the established controller stores it: no token names an
+      // identity by it, and it takes no place in the unique index.
+      if (typeof next.externalId === 'string' && next.externalId.trim() === '') next.externalId = null;
+      if (prev?.type === 'Router' && next.type !== 'Router') {
+        throw fieldError('type', "a router's identity stays of type Router", next.type);
+      }
+      await assertHostedServicesExist(ctx, next, prev);
       // Only an admin makes admins or grants permissions; a permission holder cannot raise itself.
       if (ctx.actor && !ctx.actor.isAdmin) {
         const granted = next.permissions.filter((p) => !(prev?.permissions ?? []).includes(p));
@@ -221,5 +229,21 @@ export class IdentityAnswers implements Cache {
     const answer = await this.resources.get('identities').get(id);
     this.cache.setIfUnchanged(id, answer, seen);
     return answer;
+  }
+}
+
+/**
+ * The services an identity's hosting costs and precedences name exist, as the established controller
+ * requires: a key naming no service would never apply. Only keys the write adds are looked up, so a
+ * key left behind by a deleted service does not block other changes.
+ */
+async function assertHostedServicesExist(ctx: WriteContext, next: EntityOf<'identities'>, prev: EntityOf<'identities'> | undefined): Promise<void> {
+  for (const field of ['serviceHostingCosts', 'serviceHostingPrecedences'] as const) {
+    const before = prev?.[field] ?? {};
+    const added = Object.keys(next[field] ?? {}).filter((id) => !Object.hasOwn(before, id));
+    if (added.length === 0) continue;
+    const found = new Set((await ctx.tx.selectFrom('services').select('id').where('id', 'in', added).execute()).map((r) => String(r.id)));
+    const missing = added.find((id) => !found.has(id));
+    if (missing !== undefined) throw fieldError(field, `names no service with id ${missing}`, missing, 'REFERENCED_ENTITY_NOT_FOUND');
   }
 }
