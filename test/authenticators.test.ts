@@ -71,7 +71,7 @@ describe('updb authenticators', () => {
       tags: { a: 'b' },
       createdAt: new Date(now).toISOString(),
     });
-    expect(a._links).toEqual({ self: { href: `./authenticators/${id}` }, identities: { href: `./authenticators/${id}/identities` } });
+    expect(a._links).toEqual({ self: { href: `./authenticators/${id}` }, identities: { href: `./identities/${a.identityId}` } });
     for (const key of ['password', 'passwordHash', 'failedAttempts']) expect(a).not.toHaveProperty(key);
 
     const list = await call(t, 'GET', `${url()}?limit=500`, { token: admin });

@@ -141,6 +141,10 @@ describe.each([CLIENT, MGMT])('%s/current-identity/authenticators', (api) => {
     const res = await call(t, 'GET', `${base}/${alice.authenticatorId}`, { token });
     expect(res.statusCode).toBe(200);
     expect(json(res).data).toMatchObject({ id: alice.authenticatorId, method: 'updb', username: 'alice', identityId: alice.id });
+    // Linked where the caller reads it (the admins' /authenticators is not the caller's to follow).
+    const self = { self: { href: `./current-identity/authenticators/${alice.authenticatorId}` } };
+    expect(json(res).data._links).toEqual(self);
+    expect(json(await call(t, 'GET', base, { token })).data[0]._links).toEqual(self);
     expect(json(res).data).not.toHaveProperty('passwordHash');
     expect(json(res).data).not.toHaveProperty('password');
     expectError(await call(t, 'GET', `${base}/${bob.authenticatorId}`, { token }), 404, 'NOT_FOUND');

@@ -90,7 +90,16 @@ export async function listOwnAuthenticators(
   identityId: string,
   q: ListQuery,
 ): Promise<{ items: Answer[]; total: number }> {
-  return resources.get('authenticators').list({ ...q, scope: authenticatorsOfIdentity.scope(identityId) });
+  const page = await resources.get('authenticators').list({ ...q, scope: authenticatorsOfIdentity.scope(identityId) });
+  return { ...page, items: page.items.map(asOwn) };
+}
+
+/**
+ * An own authenticator links where its owner reads it, as the established controller links it: the
+ * admins' paths (/authenticators, the identity) answer the owner 401 or nothing on the Client API.
+ */
+function asOwn(answer: Answer): Answer {
+  return { ...answer, _links: { self: { href: `./current-identity/authenticators/${String(answer.id)}` } } };
 }
 
 /** The caller's own authenticator; another identity's is NOT_FOUND, as if it did not exist. */
@@ -104,7 +113,7 @@ export async function ownAuthenticator(resources: Resources, identityId: string,
 export async function ownAuthenticatorAnswer(resources: Resources, identityId: string, id: string): Promise<Answer> {
   const entity = await ownAuthenticator(resources, identityId, id);
   const [answer] = await resources.get('authenticators').present(resources.store.db, [entity]);
-  return answer!;
+  return asOwn(answer!);
 }
 
 export interface OwnAuthenticatorChange {

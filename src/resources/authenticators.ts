@@ -9,7 +9,9 @@ export const authenticators = defineResource({
   // No group of the interface's permission list covers them: a holder of `identity` who could set
   // a password could log in as the identity. Admins only, as in the established controller.
   permission: null,
-  links: ['identities'],
+  // The identity it authenticates, as the established controller links it (no route lists an
+  // authenticator's identities).
+  refLinks: { identities: 'identityId' },
   owner: 'identityId',
   fields: {
     method: field.enum(['updb', 'cert'], 'updb (username and password) or cert', { required: 'create', createOnly: true }),
