@@ -320,4 +320,15 @@ describe('reverting a network-issued certificate', () => {
     expect(res.statusCode, res.body).toBe(201);
     expect(json(await call(t, 'GET', `${MGMT}/enrollments/${json(res).data.id}`, { token: admin })).data.method).toBe('ott');
   });
+
+  it('is refused 409 while an enrollment of that method is outstanding: the authenticator and the enrollment stay', async () => {
+    const identityId = await createIdentity(t, admin, { name: 'pending-cert-device', enrollment: { ott: true } });
+    const [pending] = json(await call(t, 'GET', `${MGMT}/identities/${identityId}/enrollments`, { token: admin })).data;
+    const cert = await selfSignedCertificate('pending-cert-device');
+    const created = json(await call(t, 'POST', `${MGMT}/authenticators`, { token: admin, body: { method: 'cert', identityId, certPem: cert.certPem } })).data.id as string;
+    const res = await call(t, 'POST', `${MGMT}/authenticators/${created}/re-enroll`, { token: admin, body: { expiresAt: new Date(t.clock() + HOUR).toISOString() } });
+    expectError(res, 409, 'ENROLLMENT_EXISTS');
+    expect((await call(t, 'GET', `${MGMT}/authenticators/${created}`, { token: admin })).statusCode).toBe(200);
+    expect(json(await call(t, 'GET', `${MGMT}/identities/${identityId}/enrollments`, { token: admin })).data.map((e: { id: string }) => e.id)).toEqual([pending.id]);
+  });
 });

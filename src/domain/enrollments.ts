@@ -618,8 +618,9 @@ export class Enrollments {
   /**
    * An authenticator reverted to an enrollment: the authenticator is deleted (its identity can no
    * longer log in with it) and an enrollment made in its place — updb for a password, ottca of its
-   * CA for a certificate of a third-party CA, ott for another certificate — replacing an outstanding
-   * one of that method. Answers the enrollment's id.
+   * CA for a certificate of a third-party CA, ott for another certificate. While one of that method
+   * is outstanding it is refused 409 ENROLLMENT_EXISTS and the authenticator stays, as the established
+   * controller refuses it: its token may already be in someone's hands. Answers the enrollment's id.
    */
   async revertAuthenticator(authenticatorId: string, expiresAt: string, actor?: Actor): Promise<string> {
     return this.opts.resources.write(async (ctx) => {
@@ -630,8 +631,6 @@ export class Enrollments {
       await authenticators.deleteIn(ctx, a.id);
       const method = a.method === 'updb' ? 'updb' : a.caId !== null && a.caId !== undefined ? 'ottca' : 'ott';
       const enrollments = ctx.resources.get('enrollments');
-      const replaced = await outstandingEnrollment(ctx, a.identityId, method);
-      if (replaced) await enrollments.deleteIn(ctx, String(replaced.id));
       const body = {
         method,
         identityId: a.identityId,
