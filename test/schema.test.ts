@@ -4,6 +4,7 @@
 // without a migration fails here.
 import { existsSync, fstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -277,6 +278,50 @@ describe('checkpoints of the WAL', () => {
         await file.transaction((tx) => tx.insertInto('identity_types').values({ id: `T${i}`, name: `T${i}`, created_at: 'now', updated_at: 'now', tags: JSON.stringify({ big }) }).execute());
       }
       await vi.waitFor(() => expect(statSync(join(dir, 'overlay.db')).size).toBeGreaterThan(before + 20 * 4000), { timeout: 5000 });
+      expect(failures).toEqual([]);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('follow a commit that lands while one runs: its pages reach the database file without another commit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    // A driver whose checkpoints answer 200 ms late: the second commit lands while the first one's runs.
+    const driver = join(dir, 'slow-driver.cjs');
+    writeFileSync(
+      driver,
+      `const Database = require(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});
+module.exports = class extends Database {
+  pragma(text) {
+    const result = super.pragma(text);
+    if (text.startsWith('wal_checkpoint')) { const until = Date.now() + 200; while (Date.now() < until); }
+    return result;
+  }
+};`,
+    );
+    const failures: unknown[] = [];
+    const file = new Store(openSqlite(join(dir, 'overlay.db'), { checkpointer: { intervalMs: 0, driver, onFailure: (err) => failures.push(err) } }));
+    /** The ids the database file holds by itself, read from a copy of it without its WAL. */
+    const inFile = (): string[] => {
+      const copy = join(dir, 'copy.db');
+      for (const suffix of ['', '-wal', '-shm']) rmSync(copy + suffix, { force: true });
+      writeFileSync(copy, readFileSync(join(dir, 'overlay.db')));
+      const db = new Database(copy);
+      try {
+        return (db.prepare("select id from identity_types where id in ('First', 'Second') order by id").all() as { id: string }[]).map((r) => r.id);
+      } finally {
+        db.close();
+      }
+    };
+    try {
+      await file.migrate(migrations);
+      const insert = (id: string) => file.transaction((tx) => tx.insertInto('identity_types').values({ id, name: id, created_at: 'now', updated_at: 'now', tags: '{}' }).execute());
+      await insert('First');
+      // Its checkpoint has copied it, and answers 200 ms later.
+      await vi.waitFor(() => expect(inFile()).toEqual(['First']), { timeout: 5000, interval: 10 });
+      await insert('Second');
+      await vi.waitFor(() => expect(inFile()).toEqual(['First', 'Second']), { timeout: 5000, interval: 100 });
       expect(failures).toEqual([]);
     } finally {
       await file.close();

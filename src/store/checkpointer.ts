@@ -97,6 +97,8 @@ export function startCheckpointer(database: Database.Database, path: string, opt
   let failed = false;
   let lastAt = 0;
   let pending = false;
+  // A commit came in while a checkpoint ran: its pages wait for the next one.
+  let committedSince = false;
   let closed = false;
   // Write transactions open now; while `held`, new ones wait for it (and `whenIdle` runs once none is open).
   let openWrites = 0;
@@ -120,7 +122,15 @@ export function startCheckpointer(database: Database.Database, path: string, opt
     pending = false;
     if (running || failed || closed) return;
     running = true;
+    committedSince = false;
     worker.postMessage('checkpoint');
+  };
+  const schedule = (): void => {
+    if (pending || failed || closed) return;
+    const wait = lastAt + intervalMs - performance.now();
+    if (wait <= 0) return start();
+    pending = true;
+    setTimeout(start, wait).unref();
   };
   // Holds new writes; once the open one has ended, checkpoints what is left of the WAL.
   const finish = (): void => {
@@ -136,9 +146,11 @@ export function startCheckpointer(database: Database.Database, path: string, opt
     // A checkpoint may find the lock taken now and then (a backup's, the closing connection's).
     failures = result.ok ? 0 : failures + 1;
     if (failures >= MAX_FAILED_CHECKPOINTS) return fail(new Error(`checkpoints keep failing: ${result.message}`));
-    if (held) return release();
+    if (held) release();
     // The checkpoint copied the WAL as it was when it began; writes went on meanwhile.
-    if (result.ok && (result.log ?? 0) >= restartFrames) finish();
+    else if (result.ok && (result.log ?? 0) >= restartFrames) return finish();
+    // Without a checkpoint after it, the last commit's pages would stay in the WAL until another commit.
+    if (committedSince) schedule();
   });
   worker.on('error', fail);
   worker.on('exit', (code) => fail(new Error(`the checkpoint worker exited (code ${code})`)));
@@ -151,11 +163,8 @@ export function startCheckpointer(database: Database.Database, path: string, opt
   };
   return {
     committed() {
-      if (running || pending || failed || closed) return;
-      const wait = lastAt + intervalMs - performance.now();
-      if (wait <= 0) return start();
-      pending = true;
-      setTimeout(start, wait).unref();
+      if (running) committedSince = true;
+      else schedule();
     },
     beginWrite,
     endWrite() {
