@@ -284,6 +284,7 @@ describe('lists', () => {
       'maxIdleTimeMillis',
       'roleAttributes',
       'terminatorStrategy',
+      'configs',
     ]);
     expectError(await call(t, 'GET', `${base}?filter=${encodeURIComponent('configs = "x"')}`, { token: admin }), 400, 'INVALID_FILTER');
   });

@@ -24,6 +24,7 @@ import {
 } from '../resources/kit.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { EntityOf, ResourceName } from '../resources/index.js';
+import { relationFilterFields } from '../resources/relations.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
 import type { Permitted } from '../auth/permissions.js';
@@ -123,7 +124,7 @@ export class ResourceService<E extends Entity = Entity> {
     private readonly behaviour: ResourceBehaviour = {},
   ) {
     this.repo = resources.kernel.repoFor(def) as Repository<E>;
-    this.filter = filterSpec(def);
+    this.filter = filterSpec(def, relationFilterFields(def));
     this.read = readSchema(def, computedSchemas(def, behaviour.computed ?? []));
     this.readFields = new Set(Object.keys(this.read.properties));
     this.requiredFields = this.read.required ?? [];

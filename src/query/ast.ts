@@ -6,12 +6,26 @@
 /** The kinds of value a filterable field holds, which decide the literals and operators it accepts. */
 export type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'datetime' | 'set' | 'tags';
 
-/** One public, filterable field of a resource. `column` is its SQL column ("column" or "table.column"). */
+/**
+ * One public, filterable field of a resource. `column` is its SQL column ("column" or "table.column"),
+ * or, for a field read elsewhere (`source`), the column it is read from there.
+ */
 export interface FilterField {
   name: string;
   type: FieldType;
   column: string;
+  source?: FieldSource;
 }
+
+/**
+ * Where a field is read when it is not a column of the record itself (the columns of the record named
+ * here are qualified, "table.column": they are read from within a subquery):
+ * - `reference`: `column` of the row of `table` whose id the record's `key` holds (a terminator's
+ *   `service.name`); NULL when there is none;
+ * - `link`: a set kept in a link table: `column` of the rows of `table` whose `owner` column holds the
+ *   record's `id`.
+ */
+export type FieldSource = { kind: 'reference'; table: string; key: string } | { kind: 'link'; table: string; owner: string; id: string };
 
 /** The fields a filter may name, by public name. Anything not in the table is unknown to the filter. */
 export type FilterSymbols = ReadonlyMap<string, FilterField>;

@@ -16,7 +16,7 @@
 // number of predicates (SQLite refuses expressions nested more than 1000 deep).
 
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
-import type { CompareOp, Expr, FilterSymbols, Literal, SubjectExpr } from './ast.js';
+import type { CompareOp, Expr, FilterField, FilterSymbols, Literal, SubjectExpr } from './ast.js';
 import { checkWhere, resolveBoolean, resolveSet, resolveSubject, type ScalarType } from './check.js';
 import { normaliseDateTime } from './datetime.js';
 import type { SqlFlavor } from './flavor.js';
@@ -65,12 +65,12 @@ class Compiler {
       case 'not':
         return this.compile(e.operand, !negate);
       case 'isTrue': {
-        const column = sql.ref(resolveBoolean(e.field, this.symbols).column);
-        return this.nullable(column, COMPARE['='](column, this.flavor.bool(true)), negate);
+        const value = this.value(resolveBoolean(e.field, this.symbols));
+        return this.nullable(value, COMPARE['='](value, this.flavor.bool(true)), negate);
       }
       case 'isEmpty': {
-        const column = sql.ref(resolveSet(e.field, this.symbols, e.pos).column);
-        const empty = sql<SqlBool>`(coalesce(${this.flavor.arrayLength(column)}, 0) = 0)`;
+        const field = resolveSet(e.field, this.symbols, e.pos);
+        const empty = field.source?.kind === 'link' ? not(this.linkSome(field, field.source, () => TRUE)) : sql<SqlBool>`(coalesce(${this.flavor.arrayLength(sql.ref(field.column))}, 0) = 0)`;
         return negate ? not(empty) : empty;
       }
       case 'constant':
@@ -85,12 +85,12 @@ class Compiler {
   // contains, since the checker refuses null and booleans in a tag's list or range.
   private subjectExpr(e: SubjectExpr, negate: boolean): Bool {
     const r = resolveSubject(e.subject, this.symbols);
-    const column = sql.ref(r.field.column);
+    const column = this.value(r.field);
     switch (r.kind) {
       case 'scalar':
         return this.scalar(column, e, r.type, negate);
       case 'count':
-        return this.scalar(this.flavor.arrayLength(column), e, 'integer', negate);
+        return this.scalar(this.length(r.field), e, 'integer', negate);
       case 'tag': {
         const lit = e.kind === 'in' ? undefined : e.kind === 'between' ? e.low : e.value;
         if (lit?.kind === 'null') {
@@ -107,14 +107,39 @@ class Compiler {
           return inverted !== negateElement ? not(p) : p;
         };
         if (r.quantifier === 'anyOf') {
-          const some = this.flavor.arraySome(column, test(false));
+          const some = this.some(r.field, test(false));
           return negate ? not(some) : some;
         }
         // allOf(x) P  ==  not anyOf(x) (not P); true on an empty set.
-        const counterexample = this.flavor.arraySome(column, test(true));
+        const counterexample = this.some(r.field, test(true));
         return negate ? counterexample : not(counterexample);
       }
     }
+  }
+
+  /** A field's value: its column, or what its source reads. */
+  private value(field: FilterField): Value {
+    const source = field.source;
+    if (source?.kind !== 'reference') return sql.ref(field.column);
+    return sql`(select ${sql.ref(`filter_ref.${field.column}`)} from ${sql.table(source.table)} as filter_ref where filter_ref.id = ${sql.ref(source.key)})`;
+  }
+
+  /** Whether some element of a set field satisfies `predicate`. */
+  private some(field: FilterField, predicate: (element: RawBuilder<string>) => Bool): Bool {
+    const source = field.source;
+    return source?.kind === 'link' ? this.linkSome(field, source, predicate) : this.flavor.arraySome(sql.ref(field.column), predicate);
+  }
+
+  private linkSome(field: FilterField, source: Extract<FilterField['source'], { kind: 'link' }>, predicate: (element: RawBuilder<string>) => Bool): Bool {
+    const element = sql.ref(`filter_link.${field.column}`) as RawBuilder<string>;
+    return sql<SqlBool>`(exists (select 1 from ${sql.table(source.table)} as filter_link where ${sql.ref(`filter_link.${source.owner}`)} = ${sql.ref(source.id)} and ${predicate(element)}))`;
+  }
+
+  /** The number of elements of a set field. */
+  private length(field: FilterField): Value {
+    const source = field.source;
+    if (source?.kind !== 'link') return this.flavor.arrayLength(sql.ref(field.column));
+    return sql`(select count(*) from ${sql.table(source.table)} as filter_link where ${sql.ref(`filter_link.${source.owner}`)} = ${sql.ref(source.id)})`;
   }
 
   /** A predicate over a value that may be NULL. */

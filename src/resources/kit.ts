@@ -108,6 +108,11 @@ export interface ResourceDef<Name extends string = string> {
   linkLists?: Readonly<Record<string, string>>;
   /** Related lists served at `/<name>/{id}/<collection>`, each the listed collection's own list narrowed. */
   related?: readonly RelatedListDef[];
+  /**
+   * Fields holding the id of a record of another collection (each field and that collection) whose
+   * name a filter may name as `<field>.name`: a terminator's `service.name`.
+   */
+  filterNames?: Readonly<Record<string, string>>;
   /** Records of several kinds in one table: the field naming the kind, and the fields each kind owns. */
   kinds?: KindsDef;
 }
@@ -520,7 +525,8 @@ export interface FilterSpec {
   fields: string[];
 }
 
-export function filterSpec(def: ResourceDef): FilterSpec {
+/** `extra`: fields read elsewhere than the record's own columns (relations.ts); never sorted on. */
+export function filterSpec(def: ResourceDef, extra: readonly FilterField[] = []): FilterSpec {
   const entries: FilterField[] = [
     { name: 'id', type: 'string', column: 'id' },
     { name: 'createdAt', type: 'datetime', column: 'created_at' },
@@ -539,6 +545,7 @@ export function filterSpec(def: ResourceDef): FilterSpec {
       .filter((e) => def.fields[e.name]?.sortable !== false)
       .map((e) => e.name),
   );
+  entries.push(...extra);
   return {
     symbols: new Map(entries.map((e) => [e.name, e])),
     sortable,

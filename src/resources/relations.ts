@@ -10,6 +10,7 @@
 // `<entity label>_id`; a link list's table likewise `<owner label>_<member table>`, with the columns
 // `<owner label>_id` and `<member label>_id`. A label is so part of the stored shape; the schema and
 // relations tests pin it.
+import type { FilterField } from '../query/ast.js';
 import { columnOf, type ResourceDef } from './kit.js';
 import { resourceDefs, type ResourceDefOf } from './index.js';
 
@@ -348,4 +349,39 @@ export function linkListOf(collection: string, field: string): LinkListSpec {
   const spec = LINK_LISTS.find((l) => l.collection === collection && l.field === field);
   if (!spec) throw new Error(`relations: ${collection}.${field} is not a link list`);
   return spec;
+}
+
+/** `edge-routers` → `edgeRouters`: how a filter names a set of records of a collection. */
+const camel = (collection: string) => collection.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * The fields a filter may name on a definition's records that are read through its relations, as the
+ * established controller lets filters name them: a link list's ids (`anyOf(configs)` on services),
+ * the records a policy selects now (`anyOf(identities)` on service policies: its link tables, not its
+ * role lists), and the name of a record another field holds the id of (`service.name` on terminators).
+ */
+export function relationFilterFields(def: ResourceDef): FilterField[] {
+  const own = `${def.readFrom ?? def.table}.id`;
+  const links = LINK_LISTS.filter((l) => l.collection === def.name).map(
+    (l): FilterField => ({ name: l.field, type: 'set', column: l.member.column, source: { kind: 'link', table: l.table, owner: l.owner.column, id: own } }),
+  );
+  const others: FilterField[] = [
+    ...(isPolicyCollection(def.name) ? POLICY_SPECS[def.name].lists : []).map(
+      (l): FilterField => ({ name: camel(l.selects), type: 'set', column: l.linkColumn, source: { kind: 'link', table: l.linkTable, owner: 'policy_id', id: own } }),
+    ),
+    ...Object.entries(def.filterNames ?? {}).map(([field, collection]): FilterField => {
+      const f = def.fields[field];
+      const target: ResourceDef | undefined = resourceDefs.find((d) => d.name === collection);
+      if (!f || f.virtual || !target) throw new Error(`relations: ${def.name}.filterNames: ${field} is no stored field, or ${collection} no collection`);
+      const nameField = target.nameField ?? 'name';
+      return {
+        name: `${field}.${nameField}`,
+        type: 'string',
+        column: columnOf(nameField, target.fields[nameField]!),
+        source: { kind: 'reference', table: target.readFrom ?? target.table, key: `${def.readFrom ?? def.table}.${columnOf(field, f)}` },
+      };
+    }),
+  ];
+  for (const f of others) if (def.fields[f.name]) throw new Error(`relations: ${def.name}.${f.name} is a field and a relation's filter field`);
+  return [...links, ...others];
 }

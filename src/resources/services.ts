@@ -76,6 +76,7 @@ export const terminators = defineResource({
   label: 'terminator',
   table: 'terminators',
   permission: 'terminator',
+  filterNames: { service: 'services', router: 'routers' },
   fields: {
     // Written as ids; read back as entity references, with serviceId and routerId beside them.
     // The service, the identity and its secret are fixed at create, as in the established controller:
