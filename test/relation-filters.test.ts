@@ -2,7 +2,7 @@
 // filters name them: a terminator's service.name and router.name, a service's configs (its link
 // list), and the records a policy selects now (its link tables, not its role lists).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_ENV, asAdmin, call, expectError, json, MGMT, startTestController, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, expectError, json, login, MGMT, startTestController, type TestController } from './helpers.js';
 
 let t: TestController;
 let admin: string;
@@ -131,6 +131,25 @@ describe('policies by the records they select now', () => {
     expect((await call(t, 'PATCH', `${MGMT}/identities/${ann}`, { token: admin, body: { roleAttributes: ['rf-nobody'] } })).statusCode).toBe(200);
     expect(ours(await found('service-policies', `anyOf(identities) = "${ann}"`))).toEqual(['rf-sp-ann', 'rf-sp-nobody']);
     expect(ours(await found('service-policies', 'count(services) = 1 and count(identities) = 1'))).toEqual(['rf-sp-ann', 'rf-sp-nobody']);
+  });
+
+  // Otherwise a filter would tell a reader of policies which identities have which attributes.
+  it('are named only by a caller who may read what they reach', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'rf-policy-reader', username: 'rf-policy-reader', password: 'rf-reader-pass-1', permissions: ['service-policy.read', 'service.read'] });
+    const reader = await login(t, 'rf-policy-reader', 'rf-reader-pass-1');
+    const list = (filter: string) => call(t, 'GET', `${MGMT}/service-policies?filter=${encodeURIComponent(filter)}`, { token: reader });
+    expectError(await list(`anyOf(identities) = "${ann}"`), 400, 'INVALID_FILTER', 'filter');
+    expectError(await list('count(postureChecks) = 0'), 400, 'INVALID_FILTER', 'filter');
+    const fields = json(await list('count(services) = 1')).meta.filterableFields;
+    expect(fields).toContain('services');
+    expect(fields).not.toContain('identities');
+    // The same through a related list, which takes the read of what it lists only.
+    const related = await call(t, 'GET', `${MGMT}/services/${json(await list('name = "rf-sp-ann"')).data[0].serviceRoles[0].slice(1)}/service-policies?filter=${encodeURIComponent(`anyOf(identities) = "${ann}"`)}`, { token: reader });
+    expectError(related, 400, 'INVALID_FILTER', 'filter');
+    const readonly = await createIdentityWithPassword(t, admin, { name: 'rf-readonly', username: 'rf-readonly', password: 'rf-reader-pass-1', permissions: ['admin_readonly'] });
+    expect(readonly.id).toBeTruthy();
+    const all = json(await call(t, 'GET', `${MGMT}/service-policies?filter=${encodeURIComponent(`anyOf(identities) = "${ann}"`)}`, { token: await login(t, 'rf-readonly', 'rf-reader-pass-1') }));
+    expect(all.data.map((p: any) => p.name).sort()).toEqual(['rf-sp-ann', 'rf-sp-nobody']);
   });
 
   it('names each kind a policy selects among its filterable fields', async () => {

@@ -529,7 +529,7 @@ function filterableFields(def: ResourceDef): { name: string; type: FilterType; r
     if (type && !f.writeOnly && !f.virtual && f.filterable !== false) out.push({ name, type });
   }
   // Those read through relations (link tables, referenced names) follow; the answer shows no value of them.
-  for (const f of relationFilterFields(def)) out.push({ name: f.name, type: f.type as FilterType, related: true });
+  for (const { field } of relationFilterFields(def)) out.push({ name: field.name, type: field.type as FilterType, related: true });
   return out;
 }
 

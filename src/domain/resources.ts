@@ -24,10 +24,10 @@ import {
 } from '../resources/kit.js';
 import type { Entity, ListQuery, Repository } from '../store/repository.js';
 import type { EntityOf, ResourceName } from '../resources/index.js';
-import { relationFilterFields } from '../resources/relations.js';
+import { relationFilterFields, type RelationFilterField } from '../resources/relations.js';
 import type { Executor, Store, Tx } from '../store/store.js';
 import { ownerOf, withOwner, type Actor, type Kernel, type WriteContext as KernelWriteContext } from '../kernel/kernel.js';
-import type { Permitted } from '../auth/permissions.js';
+import { allows, type Permitted } from '../auth/permissions.js';
 import type { Collection } from '../kernel/changes.js';
 import type { SqlFlavor } from '../query/flavor.js';
 import type { Caller } from './client/caller.js';
@@ -110,7 +110,11 @@ const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']
 /** One resource's reads and writes; `E` is its entity type where the caller names the resource. */
 export class ResourceService<E extends Entity = Entity> {
   readonly repo: Repository<E>;
+  /** Every field a filter may name; on the Management API a caller's list takes `filterFor`. */
   readonly filter: FilterSpec;
+  private readonly relationFields: readonly RelationFilterField[];
+  /** The filters of callers by the relation fields they may name (few distinct sets). */
+  private readonly filters = new Map<string, FilterSpec>();
   /** The schema of an answer: the definition's read fields and the computed ones. */
   readonly read: TObject;
   private readonly readFields: ReadonlySet<string>;
@@ -124,7 +128,8 @@ export class ResourceService<E extends Entity = Entity> {
     private readonly behaviour: ResourceBehaviour = {},
   ) {
     this.repo = resources.kernel.repoFor(def) as Repository<E>;
-    this.filter = filterSpec(def, relationFilterFields(def));
+    this.relationFields = relationFilterFields(def);
+    this.filter = filterSpec(def, this.relationFields.map((r) => r.field));
     this.read = readSchema(def, computedSchemas(def, behaviour.computed ?? []));
     this.readFields = new Set(Object.keys(this.read.properties));
     this.requiredFields = this.read.required ?? [];
@@ -132,6 +137,16 @@ export class ResourceService<E extends Entity = Entity> {
     for (const name of this.kindFields) {
       if (!def.fields[name]) throw new Error(`resource ${def.name}: kind field ${name} is not a field`);
     }
+  }
+
+  /** The filter of a caller's list: fields read through a relation only where it may read what they reach. */
+  filterFor(caller: Permitted): FilterSpec {
+    const named = this.relationFields.filter((r) => allows(caller, r.permission, 'read'));
+    if (named.length === this.relationFields.length) return this.filter;
+    const key = named.map((r) => r.field.name).join(',');
+    let spec = this.filters.get(key);
+    if (!spec) this.filters.set(key, (spec = filterSpec(this.def, named.map((r) => r.field))));
+    return spec;
   }
 
   async list(q: ListQuery, ex: Executor = this.store.db, read: ReadOptions = {}): Promise<{ items: Answer[]; total: number }> {

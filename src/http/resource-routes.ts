@@ -11,6 +11,7 @@ import {
   patchSchema,
   schemaNames,
   updateSchema,
+  type FilterSpec,
   type Operation,
   type ResourceDef,
 } from '../resources/kit.js';
@@ -27,6 +28,12 @@ export function readOptionsOf(request: FastifyRequest): ReadOptions {
   const query = request.query as Record<string, unknown>;
   const identity = request.principal?.identity;
   return identity ? { query, caller: callerOf(request), reader: identity } : { query };
+}
+
+/** What the caller's filters of a list may name. */
+export function filterOf(request: FastifyRequest, service: ResourceService): FilterSpec {
+  const identity = request.principal?.identity;
+  return identity ? service.filterFor(identity) : service.filter;
 }
 
 /** The caller of a write, when the route had one. */
@@ -136,10 +143,11 @@ export function registerResourceRoutes(
       },
       handler: async (request) => {
         const query = request.query;
-        const list = parseList(query, service.filter, flavor);
+        const filter = filterOf(request, service);
+        const list = parseList(query, filter, flavor);
         const scope = await options.listScope?.(query);
         const { items, total } = await service.list(scope ? { ...list.query, scope } : list.query, undefined, readOptionsOf(request));
-        return envelope(items, listMeta(list, total, service.filter));
+        return envelope(items, listMeta(list, total, filter));
       },
     });
   }

@@ -354,34 +354,55 @@ export function linkListOf(collection: string, field: string): LinkListSpec {
 /** `edge-routers` → `edgeRouters`: how a filter names a set of records of a collection. */
 const camel = (collection: string) => collection.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
+/** A filter field read through a relation, and the permission group whose read naming it takes. */
+export interface RelationFilterField {
+  field: FilterField;
+  /** The group of the records it reaches (null: administrators only): a filter must not tell of records its caller may not read. */
+  permission: string | null;
+}
+
 /**
  * The fields a filter may name on a definition's records that are read through its relations, as the
  * established controller lets filters name them: a link list's ids (`anyOf(configs)` on services),
  * the records a policy selects now (`anyOf(identities)` on service policies: its link tables, not its
  * role lists), and the name of a record another field holds the id of (`service.name` on terminators).
  */
-export function relationFilterFields(def: ResourceDef): FilterField[] {
+export function relationFilterFields(def: ResourceDef): RelationFilterField[] {
   const own = `${def.readFrom ?? def.table}.id`;
+  const defOf = (collection: string): ResourceDef => {
+    const found: ResourceDef | undefined = resourceDefs.find((d) => d.name === collection);
+    if (!found) throw new Error(`relations: ${def.name}: no collection ${collection}`);
+    return found;
+  };
   const links = LINK_LISTS.filter((l) => l.collection === def.name).map(
-    (l): FilterField => ({ name: l.field, type: 'set', column: l.member.column, source: { kind: 'link', table: l.table, owner: l.owner.column, id: own } }),
+    (l): RelationFilterField => ({
+      field: { name: l.field, type: 'set', column: l.member.column, source: { kind: 'link', table: l.table, owner: l.owner.column, id: own } },
+      permission: defOf(l.holds).permission,
+    }),
   );
-  const others: FilterField[] = [
+  const others: RelationFilterField[] = [
     ...(isPolicyCollection(def.name) ? POLICY_SPECS[def.name].lists : []).map(
-      (l): FilterField => ({ name: camel(l.selects), type: 'set', column: l.linkColumn, source: { kind: 'link', table: l.linkTable, owner: 'policy_id', id: own } }),
+      (l): RelationFilterField => ({
+        field: { name: camel(l.selects), type: 'set', column: l.linkColumn, source: { kind: 'link', table: l.linkTable, owner: 'policy_id', id: own } },
+        permission: defOf(l.selects).permission,
+      }),
     ),
-    ...Object.entries(def.filterNames ?? {}).map(([field, collection]): FilterField => {
+    ...Object.entries(def.filterNames ?? {}).map(([field, collection]): RelationFilterField => {
       const f = def.fields[field];
-      const target: ResourceDef | undefined = resourceDefs.find((d) => d.name === collection);
-      if (!f || f.virtual || !target) throw new Error(`relations: ${def.name}.filterNames: ${field} is no stored field, or ${collection} no collection`);
+      if (!f || f.virtual) throw new Error(`relations: ${def.name}.filterNames: ${field} is no stored field`);
+      const target = defOf(collection);
       const nameField = target.nameField ?? 'name';
       return {
-        name: `${field}.${nameField}`,
-        type: 'string',
-        column: columnOf(nameField, target.fields[nameField]!),
-        source: { kind: 'reference', table: target.readFrom ?? target.table, key: `${def.readFrom ?? def.table}.${columnOf(field, f)}` },
+        field: {
+          name: `${field}.${nameField}`,
+          type: 'string',
+          column: columnOf(nameField, target.fields[nameField]!),
+          source: { kind: 'reference', table: target.readFrom ?? target.table, key: `${def.readFrom ?? def.table}.${columnOf(field, f)}` },
+        },
+        permission: target.permission,
       };
     }),
   ];
-  for (const f of others) if (def.fields[f.name]) throw new Error(`relations: ${def.name}.${f.name} is a field and a relation's filter field`);
+  for (const { field } of others) if (def.fields[field.name]) throw new Error(`relations: ${def.name}.${field.name} is a field and a relation's filter field`);
   return [...links, ...others];
 }

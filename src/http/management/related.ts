@@ -19,7 +19,7 @@ import { EntityRefSchema } from '../../resources/kit.js';
 import { routeAuth } from '../auth-requirements.js';
 import { envelope } from '../envelope.js';
 import { listMeta, parseList } from '../list.js';
-import { dataEnvelopeSchema, IdParams, listEnvelopeSchema, ListQuerySchema, readOptionsOf } from '../resource-routes.js';
+import { dataEnvelopeSchema, filterOf, IdParams, listEnvelopeSchema, ListQuerySchema, readOptionsOf } from '../resource-routes.js';
 
 const PolicyTypeQuery = Type.Composite(
   [ListQuerySchema, Type.Object({ policyType: Type.Optional(Type.String({ description: 'dial or bind; absent: either' })) })],
@@ -99,11 +99,12 @@ export function relatedRoutes(app: FastifyInstance, core: Core): void {
       handler: async (request) => {
         const { id } = request.params as { id: string };
         const query = request.query as Record<string, unknown>;
-        const list = parseList(query, child.filter, flavor);
+        const filter = filterOf(request, child);
+        const list = parseList(query, filter, flavor);
         const type = rel.policyType ? parsePolicyType(query.policyType) : undefined;
         await parent.ensureExists(id);
         const { items, total } = await child.list({ ...list.query, scope: rel.scope(id, type) }, undefined, readOptionsOf(request));
-        return envelope(items, listMeta(list, total, child.filter));
+        return envelope(items, listMeta(list, total, filter));
       },
     });
   }
