@@ -24,6 +24,7 @@ import {
   authenticatorApp,
   CLIENT,
   json,
+  login,
   MGMT,
   startTestController,
   testCa,
@@ -269,17 +270,18 @@ async function buildNetwork(): Promise<void> {
   await expectStatus(send('DELETE', `${CLIENT}/sessions/${bind}`, aliceToken), 200);
   await expectStatus(send('DELETE', `${CLIENT}/current-api-session`, await net.login(alice)), 200);
   // unconfirmed TOTP enrollments, so their reads have something to show
-  mfaUrls.client = (await expectStatus(send('POST', `${CLIENT}/current-identity/mfa`, aliceToken, {}), 201)).data.provisioningUrl;
-  mfaUrls.management = (await expectStatus(send('POST', `${MGMT}/current-identity/mfa`, net.admin, {}), 201)).data.provisioningUrl;
+  await expectStatus(send('POST', `${CLIENT}/current-identity/mfa`, aliceToken, {}), 201);
+  await expectStatus(send('POST', `${MGMT}/current-identity/mfa`, net.admin, {}), 201);
+  // and a confirmed one, whose recovery codes can be read (one code for each API)
+  const carol = await net.person('carol');
+  const carolTokens = { client: await net.login(carol), management: await login(rt, carol.username, carol.password, MGMT) };
+  const started = (await expectStatus(send('POST', `${CLIENT}/current-identity/mfa`, carolTokens.client, {}), 201)).data;
+  await expectStatus(send('POST', `${CLIENT}/current-identity/mfa/verify`, carolTokens.client, { code: authenticatorApp(started.provisioningUrl)(t.clock()) }), 200);
+  for (const [i, api] of API_NAMES.entries()) confirmedMfa[api] = { token: carolTokens[api], code: started.recoveryCodes[i] };
 }
 
-/** The provisioning URLs of the enrollments made for the walk, by API. */
-const mfaUrls: Partial<Record<ApiName, string>> = {};
-
-/** The live TOTP code of the walk's enrollment on `api`, as an authenticator app shows it. */
-function liveCode(api: ApiName): string {
-  return authenticatorApp(mfaUrls[api]!)(t.clock());
-}
+/** A caller with a confirmed TOTP enrollment and a recovery code of it, by API. */
+const confirmedMfa: Partial<Record<ApiName, { token: string; code: string }>> = {};
 
 /** The path of a GET operation with the network's ids in it; undefined when it has none to offer. */
 async function fill(api: ApiName, path: string): Promise<string | undefined> {
@@ -308,9 +310,11 @@ async function walk(): Promise<void> {
       unanswered.push(`${o.api} ${o.id}: no id`);
       continue;
     }
-    const token = o.api === 'client' ? aliceToken : net.admin;
-    const headers: Record<string, string> = { 'overlay-session': token };
-    if (o.id === 'detailMfaRecoveryCodes') headers['mfa-validation-code'] = liveCode(o.api);
+    const headers: Record<string, string> = { 'overlay-session': o.api === 'client' ? aliceToken : net.admin };
+    if (o.id === 'detailMfaRecoveryCodes') {
+      headers['overlay-session'] = confirmedMfa[o.api]!.token;
+      headers['mfa-validation-code'] = confirmedMfa[o.api]!.code;
+    }
     const res = await rt.inject({ method: 'GET', url, headers });
     if (res.statusCode !== 200) unanswered.push(`${o.api} ${o.id}: ${res.statusCode} ${res.body.slice(0, 200)}`);
   }

@@ -255,7 +255,7 @@ describe('recovery codes', () => {
     const { token } = await person();
     const { codeAt, recoveryCodes } = await enroll(token);
     expectError(await call(t, 'POST', `${MFA}/recovery-codes`, { token, body: { code: '12345' } }), 401, 'MFA_INVALID_TOKEN');
-    expectError(await call(t, 'GET', `${MFA}/recovery-codes`, { token }), 400, 'COULD_NOT_VALIDATE', 'code');
+    expectError(await call(t, 'GET', `${MFA}/recovery-codes`, { token }), 401, 'MFA_INVALID_TOKEN');
     const res = await call(t, 'POST', `${MFA}/recovery-codes`, { token, body: { code: recoveryCodes[0] } });
     expect(res.statusCode).toBe(200);
     const fresh: string[] = json(res).data.recoveryCodes;
@@ -267,6 +267,22 @@ describe('recovery codes', () => {
     t.clock.advance(30_000);
     const read = json(await call(t, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'mfa-validation-code': codeAt(t.clock()) } })).data;
     expect(read.remaining).toBe(19);
+  });
+});
+
+describe('reading recovery codes', () => {
+  it('is for a confirmed enrollment only (404 before), and without a code is 401 MFA_INVALID_TOKEN, as in the established controller', async () => {
+    const { token } = await person();
+    expectError(await call(t, 'GET', `${MFA}/recovery-codes`, { token }), 404, 'MFA_ENROLLMENT_NOT_STARTED');
+    const started = json(await call(t, 'POST', MFA, { token, body: {} })).data;
+    const codeAt = app(started.provisioningUrl);
+    expectError(await call(t, 'GET', `${MFA}/recovery-codes`, { token }), 404, 'MFA_ENROLLMENT_NOT_STARTED');
+    const unconfirmed = await call(t, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'mfa-validation-code': codeAt(t.clock()) } });
+    expectError(unconfirmed, 404, 'MFA_ENROLLMENT_NOT_STARTED');
+    expect((await call(t, 'POST', `${MFA}/verify`, { token, body: { code: codeAt(t.clock()) } })).statusCode).toBe(200);
+    expectError(await call(t, 'GET', `${MFA}/recovery-codes`, { token }), 401, 'MFA_INVALID_TOKEN');
+    t.clock.advance(30_000);
+    expect((await call(t, 'GET', `${MFA}/recovery-codes`, { token, headers: { 'mfa-validation-code': codeAt(t.clock()) } })).statusCode).toBe(200);
   });
 });
 

@@ -442,16 +442,15 @@ describe('remove and cancel', () => {
 });
 
 describe('recovery codes', () => {
-  it('shows them after a code while unconfirmed; once confirmed, only how many are left', async () => {
+  it('are read of a confirmed enrollment only, after a code: how many are left, never the codes', async () => {
     expect((await refusal(mfa.recoveryCodes(ALICE, '123456', AT_SESSION))).code).toBe('MFA_ENROLLMENT_NOT_STARTED');
     const view = await mfa.start(ALICE);
     const secret = secretOf(view);
-    expect((await refusal(mfa.recoveryCodes(ALICE, '000000', AT_SESSION))).code).toBe('MFA_INVALID_TOKEN');
-    const unconfirmed = await mfa.recoveryCodes(ALICE, totpCode(secret, now), AT_SESSION);
-    expect(unconfirmed).toEqual({ ...view, updatedAt: iso(now), recoveryCodes: view.recoveryCodes, remaining: RECOVERY_CODE_COUNT });
-    now += STEP;
+    expect((await refusal(mfa.recoveryCodes(ALICE, totpCode(secret, now), AT_SESSION))).code).toBe('MFA_ENROLLMENT_NOT_STARTED');
     await mfa.verify(ALICE.id, totpCode(secret, now), AT_SESSION);
     now += STEP;
+    expect((await refusal(mfa.recoveryCodes(ALICE, '000000', AT_SESSION))).code).toBe('MFA_INVALID_TOKEN');
+    expect((await refusal(mfa.recoveryCodes(ALICE, '', AT_SESSION))).code).toBe('MFA_INVALID_TOKEN');
     const confirmed = await mfa.recoveryCodes(ALICE, view.recoveryCodes![0]!, AT_SESSION);
     expect(confirmed).toEqual({ id: view.id, createdAt: iso(T0), updatedAt: iso(now), tags: {}, isVerified: true, recoveryCodes: [], remaining: RECOVERY_CODE_COUNT - 1 });
   });

@@ -263,16 +263,18 @@ export class Mfa implements Cache {
   }
 
   /**
-   * The recovery codes as far as they can be shown, after a valid code: the codes themselves while
-   * the enrollment is unconfirmed; once confirmed only their digests are kept, so none is shown and
-   * `remaining` tells how many are unused (new ones are made with `regenerate`).
+   * What can be shown of the recovery codes of a confirmed enrollment, after a valid code: only their
+   * digests are kept, so no code is shown and `remaining` tells how many are unused (new ones are made
+   * with `regenerate`). As in the established controller, an unconfirmed enrollment has none to read
+   * (404) and no code is a wrong one (401), not counted as an attempt: nothing was guessed.
    */
   async recoveryCodes(identity: { id: string; name: string }, code: string, scope: AttemptScope): Promise<MfaView & { remaining: number }> {
     const mfa = await this.of(identity.id);
-    if (!mfa) throw notStarted();
+    if (!mfa || !mfa.isVerified) throw notStarted();
+    if (code === '') throw invalidCode();
     await this.checked(mfa, code, scope, { recovery: true });
     const now = (await this.of(identity.id)) ?? mfa;
-    return { ...this.view(now, identity.name), recoveryCodes: this.pendingCodes(now) ?? [], remaining: this.storedDigests(now).length };
+    return { ...this.view(now, identity.name), recoveryCodes: [], remaining: this.storedDigests(now).length };
   }
 
   /** Replaces every recovery code of a confirmed enrollment after a valid code; answers the new ones. */

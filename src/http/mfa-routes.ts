@@ -41,7 +41,7 @@ const MfaRecoveryCodes = dataEnvelopeSchema(
     Type.Object({
       ...MfaFields,
       recoveryCodes: Type.Array(Type.String(), {
-        description: 'the recovery codes while the enrollment is unconfirmed; once confirmed only their digests are kept, so none',
+        description: 'none: of a confirmed enrollment only the digests of its recovery codes are kept',
       }),
       remaining: Type.Integer({ description: 'unused recovery codes' }),
     }),
@@ -83,15 +83,13 @@ function caller(request: FastifyRequest): { id: string; name: string } {
 }
 
 /**
- * The code of the body, else of the header; `required` refuses neither given. An empty code in the
- * body gives way to the header's: generated clients send `{"code": ""}` when given no code.
+ * The code of the body, else of the header; '' when neither gives one. An empty code in the body
+ * gives way to the header's: generated clients send `{"code": ""}` when given no code.
  */
-function codeOf(request: FastifyRequest, required: boolean): string {
+function codeOf(request: FastifyRequest): string {
   const inBody = (request.body as { code?: string } | null | undefined)?.code;
   const header = (request.headers as Record<string, unknown>)['mfa-validation-code'];
-  const code = inBody || (typeof header === 'string' ? header : inBody);
-  if (code === undefined && required) throw fieldError('code', 'is required');
-  return code ?? '';
+  return inBody || (typeof header === 'string' ? header : inBody) || '';
 }
 
 /** A body that holds a code, with room to spare; a GET body is read here, not by Fastify. */
@@ -171,7 +169,7 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
     config: { auth: PARTIAL_SESSION },
     schema: { operationId: 'deleteMfa', tags, headers: CodeHeader, body: OptionalCodeBody, response: { 200: EmptySchema } },
     handler: async (request) => {
-      await core.mfa.remove(principalOf(request).identity.id, codeOf(request, false), scopeOf(request));
+      await core.mfa.remove(principalOf(request).identity.id, codeOf(request), scopeOf(request));
       return envelope(EMPTY);
     },
   });
@@ -199,7 +197,7 @@ export function mfaRoutes(server: FastifyInstance, core: Core): void {
     schema: { operationId: 'detailMfaRecoveryCodes', tags, headers: CodeHeader, response: { 200: MfaRecoveryCodes } },
     preValidation: codeBodyOfGet(server),
     handler: async (request, reply) => {
-      const answer = await core.mfa.recoveryCodes(caller(request), codeOf(request, true), scopeOf(request));
+      const answer = await core.mfa.recoveryCodes(caller(request), codeOf(request), scopeOf(request));
       reply.header('cache-control', 'no-store');
       return envelope({ _links: LINKS, ...answer });
     },
