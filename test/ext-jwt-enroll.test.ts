@@ -137,7 +137,7 @@ describe('to a certificate', () => {
   it('refuses a signer that does not allow enrollment to a certificate', async () => {
     const { csr } = await device();
     const res = await enroll(await handToken({ email: 'ivy@example.com', profile: { name: 'ivy' } }), { clientCsr: csr });
-    expectError(res, 401, 'INVALID_AUTH');
+    expectError(res, 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
     expect(json(res).error.message).toContain(`the signer ${handSigner} does not allow enrollment to a certificate`);
   });
 });
@@ -173,13 +173,14 @@ describe('to token logins', () => {
 });
 
 describe('refusals', () => {
-  it('no token, a bad token, and a token checked against the signer overlay-token-issuer-id names', async () => {
+  it('no token, a bad token, and a token checked against the signer overlay-token-issuer-id names: 400 INVALID_ENROLLMENT_TOKEN, as the established controller answers', async () => {
     const missing = await enroll(undefined, {});
-    expectError(missing, 401, 'INVALID_AUTH');
-    expect(String(missing.headers['www-authenticate'])).toContain('error="missing"');
-    expectError(await enroll('junk', {}), 401, 'INVALID_AUTH');
+    expectError(missing, 400, 'INVALID_ENROLLMENT_TOKEN');
+    expect(json(missing).error.message).toContain('no bearer token');
+    expect(missing.headers['www-authenticate']).toBeUndefined();
+    expectError(await enroll('junk', {}), 400, 'INVALID_ENROLLMENT_TOKEN');
     const named = await enroll(await idp.token('henry-tablet'), {}, handSigner);
-    expectError(named, 401, 'INVALID_AUTH');
+    expectError(named, 400, 'INVALID_ENROLLMENT_TOKEN');
     expect(json(named).error.message).toContain(`issuer (iss) is not ${HAND_ISSUER}`);
     expect((await enroll(await idp.token('henry-tablet'), {}, idpSigner)).statusCode).toBe(200);
   });
@@ -210,12 +211,12 @@ describe('refusals', () => {
     // The policy stops allowing this signer's tokens: an identity enrolled to token logins could never log in.
     expect((await policyPatch({ extJwt: { allowed: true, allowedSigners: [idpSigner] } })).statusCode).toBe(200);
     const toToken = await enroll(token, {});
-    expectError(toToken, 401, 'INVALID_AUTH');
+    expectError(toToken, 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
     expect(json(toToken).error.message).toContain(`the auth policy ${later} of identities the signer ${signer} enrolls does not allow logins with the signer ${signer}`);
     // Then certificates.
     expect((await policyPatch({ cert: { allowed: false, allowExpiredCerts: false } })).statusCode).toBe(200);
     const toCert = await enroll(token, { clientCsr: (await device()).csr });
-    expectError(toCert, 401, 'INVALID_AUTH');
+    expectError(toCert, 409, 'INVALID_ENROLLMENT_NOT_ALLOWED');
     expect(json(toCert).error.message).toContain('does not allow certificate logins');
     expect(await identityByExternalId('nia@example.com')).toBeUndefined();
 
@@ -228,7 +229,7 @@ describe('refusals', () => {
   it('a disabled signer enrolls nothing', async () => {
     expect((await call(t, 'PATCH', `${MGMT}/external-jwt-signers/${handSigner}`, { token: admin, body: { enabled: false } })).statusCode).toBe(200);
     const res = await enroll(await handToken({ email: 'max@example.com', profile: { name: 'max' } }), {});
-    expectError(res, 401, 'INVALID_AUTH');
+    expectError(res, 400, 'INVALID_ENROLLMENT_TOKEN');
     expect(json(res).error.message).toContain('is disabled');
     expect(await identityByExternalId('max@example.com')).toBeUndefined();
   });

@@ -13,7 +13,6 @@ import { iso, type Clock } from '../clock.js';
 import { hashToken } from '../auth/tokens.js';
 import { readExternalId } from '../auth/external-id.js';
 import { claimAt, ExtJwtError, type ExternalJwtSigners } from '../auth/ext-jwt.js';
-import { extJwtChallenge } from '../auth/login.js';
 import { DEFAULT_CLAIMS_PROPERTY } from '../resources/external-jwt-signers.js';
 import { enrollmentRefusal } from './external-jwt-signers.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
@@ -576,8 +575,8 @@ export class Enrollments {
     }
     const { signer, claims, subject } = verified;
     const toCert = csrPem !== undefined && csrPem.trim() !== '';
-    if (toCert && !signer.enrollToCertEnabled) throw tokenRefused(new ExtJwtError('invalid', `the signer ${signer.id} does not allow enrollment to a certificate`, signer));
-    if (!toCert && !signer.enrollToTokenEnabled) throw tokenRefused(new ExtJwtError('invalid', `the signer ${signer.id} does not allow enrollment to token logins`, signer));
+    if (toCert && !signer.enrollToCertEnabled) throw enrollmentNotAllowed(`the signer ${signer.id} does not allow enrollment to a certificate`);
+    if (!toCert && !signer.enrollToTokenEnabled) throw enrollmentNotAllowed(`the signer ${signer.id} does not allow enrollment to token logins`);
     const nameClaim = signer.enrollNameClaimsSelector || DEFAULT_CLAIMS_PROPERTY;
     const requested = claimAt(claims, nameClaim);
     if (typeof requested !== 'string' || requested.trim() === '') {
@@ -594,7 +593,7 @@ export class Enrollments {
       // The policy may have changed since the signer was written: an identity it would not let log in
       // is not made (it could not enroll again either, its external id being taken).
       const refusal = await enrollmentRefusal(ctx.tx, signer.id, authPolicyId, toCert ? 'cert' : 'token');
-      if (refusal) throw tokenRefused(new ExtJwtError('invalid', refusal, signer));
+      if (refusal) throw enrollmentNotAllowed(refusal);
       // One identity per external id: a second enrollment of the same subject is refused.
       const existing = await ctx.tx.selectFrom('identities').select('id').where('external_id', '=', subject).executeTakeFirst();
       if (existing) throw new ApiError('ENROLLMENT_EXISTS', `an identity with the external id of this token already exists (${String(existing.id)})`);
@@ -678,11 +677,18 @@ async function refuseCertificateInUse(ctx: WriteContext, cert: X509Certificate):
  * token refreshed, deleted or used meanwhile (by an exchange at the same time) is refused; and
  * again only while it has not expired.
  */
-/** A token enrollment refused: 401 with the check that failed, in the challenge of a primary external JWT. */
+/**
+ * A token enrollment whose token does not verify (none, malformed, no enabled signer, a failed
+ * check): 400 INVALID_ENROLLMENT_TOKEN saying which check failed, as the established controller
+ * answers it (an enrollment token, not a login: no challenge).
+ */
 function tokenRefused(err: ExtJwtError): ApiError {
-  return new ApiError('INVALID_AUTH', `the token cannot enroll: ${err.message}`, undefined, {
-    'www-authenticate': extJwtChallenge('overlay-primary-ext-jwt', err),
-  });
+  return new ApiError('INVALID_ENROLLMENT_TOKEN', `the token cannot enroll: ${err.message}`);
+}
+
+/** A verified token whose signer or auth policy does not allow this enrollment: 409, the established code. */
+function enrollmentNotAllowed(reason: string): ApiError {
+  return new ApiError('INVALID_ENROLLMENT_NOT_ALLOWED', `the token cannot enroll: ${reason}`);
 }
 
 /** The role attributes a token enrolls an identity with: the string array of the signer's claim, or none. */
