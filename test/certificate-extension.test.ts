@@ -241,7 +241,7 @@ describe('POST /current-identity/authenticators/{id}/extend refusals', () => {
     expectError(await call(t, 'POST', verifyPath(CLIENT, 'no-such-authenticator'), { token, body: { clientCert: device.cert } }), 404, 'NOT_FOUND');
   });
 
-  it('a certificate the network did not issue, or a password authenticator: 409', async () => {
+  it('a certificate the network did not issue, or a password authenticator: 409 (401 first without a certificate in TLS, as in the established controller)', async () => {
     const identityId = await createIdentity(t, admin, { name: 'extend-third-party' });
     const cert = await testCertificate('extend-third-party', { issuer: await networkIssuer(t) });
     const created = await call(t, 'POST', `${MGMT}/authenticators`, { token: admin, body: { method: 'cert', identityId, certPem: cert.certPem } });
@@ -255,7 +255,11 @@ describe('POST /current-identity/authenticators/{id}/extend refusals', () => {
 
     const updb = await createIdentityWithPassword(t, admin, { name: 'extend-updb', username: 'extend-updb', password: 'device-password-1' });
     const updbToken = await login(t, 'extend-updb', 'device-password-1', CLIENT);
-    expectError(await call(t, 'POST', extendPath(CLIENT, updb.authenticatorId), { token: updbToken, body: { clientCertCsr: (await keyAndCsr()).csr } }), 409, 'CAN_NOT_UPDATE_AUTHENTICATOR');
+    expectError(await call(t, 'POST', extendPath(CLIENT, updb.authenticatorId), { token: updbToken, body: { clientCertCsr: (await keyAndCsr()).csr } }), 401, 'UNAUTHORIZED');
+    expectError(await call(t, 'POST', extendPath(CLIENT, 'no-such-authenticator'), { token: updbToken, body: { clientCertCsr: (await keyAndCsr()).csr } }), 401, 'UNAUTHORIZED');
+    const presenting = await https('POST', extendPath(CLIENT, updb.authenticatorId), { body: { clientCertCsr: (await keyAndCsr()).csr }, client: device, token: updbToken });
+    expect(presenting.statusCode).toBe(409);
+    expect(errorOf(presenting).code).toBe('CAN_NOT_UPDATE_AUTHENTICATOR');
   });
 });
 

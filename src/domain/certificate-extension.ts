@@ -88,6 +88,9 @@ export class CertificateExtension {
    * the CSR; kept pending until verified, the active certificate still logging in meanwhile.
    */
   async extend(req: ExtendRequest): Promise<ExtendedCertificate> {
+    // Without a certificate in the handshake nothing is looked at, as in the established controller:
+    // 401 whatever the authenticator.
+    if (!req.peerCertificate) throw unauthorized("the request must present the authenticator's current certificate");
     const db = this.resources.store.db;
     const a = await ownCertAuthenticator(db, this.resources, req.identityId, req.authenticatorId);
     if (a.isIssuedByNetwork !== true || !a.certPem || !a.fingerprint) {
