@@ -145,6 +145,8 @@ describe('validation', () => {
     ['configs not an array', { name: 'v', configs: 'x' }, 'configs'],
     ['appData not an object', { name: 'v', appData: [1] }, 'appData'],
     ['ctrlChanListeners not an object', { name: 'v', ctrlChanListeners: 'tls:1' }, 'ctrlChanListeners'],
+    ['ctrlChanListeners with groups not a list', { name: 'v', ctrlChanListeners: { 'tls:0.0.0.0:6262': 'default' } }, 'ctrlChanListeners.tls:0.0.0.0:6262'],
+    ['ctrlChanListeners with a group not a string', { name: 'v', ctrlChanListeners: { 'tls:0.0.0.0:6262': [5] } }, 'ctrlChanListeners.tls:0.0.0.0:6262[0]'],
     ['tags with a number', { name: 'v', tags: { n: 1 } }, 'tags.n'],
   ];
   it.each(invalid)('%s → 400 COULD_NOT_VALIDATE naming the field', async (_name, body, field) => {

@@ -90,6 +90,8 @@ describe.each([
     ['disabled not a boolean', { name: 'v', disabled: 'x' }, 'disabled'],
     ['noTraversal not a boolean', { name: 'v', noTraversal: 0 }, 'noTraversal'],
     ['ctrlChanListeners not an object', { name: 'v', ctrlChanListeners: [] }, 'ctrlChanListeners'],
+    ['ctrlChanListeners with groups not a list', { name: 'v', ctrlChanListeners: { 'tls:0.0.0.0:6262': { g: 1 } } }, 'ctrlChanListeners.tls:0.0.0.0:6262'],
+    ['ctrlChanListeners with a group not a string', { name: 'v', ctrlChanListeners: { 'tls:0.0.0.0:6262': [null] } }, 'ctrlChanListeners.tls:0.0.0.0:6262[0]'],
     ['tags with a number', { name: 'v', tags: { n: 2 } }, 'tags.n'],
   ];
   it.each(invalid)('%s → 400 naming the field', async (_name, body, field) => {

@@ -4,6 +4,13 @@ import { field, MAX_LIST, MAX_NAME, defineResource } from './kit.js';
 const Json = Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
 
 /**
+ * The control channel listeners a router offers other controllers: address → the groups served
+ * there, a list of names, as the established controller stores and reads them; any other value
+ * would be read back as no router takes it.
+ */
+const CtrlChanListeners = Type.Record(Type.String(), Type.Array(Type.String({ maxLength: MAX_NAME }), { maxItems: MAX_LIST }), { maxProperties: 100 });
+
+/**
  * How far the controller has brought a router's copy of the network state. The router connection
  * reports it; a router that is not connected is SYNC_UNKNOWN.
  */
@@ -70,7 +77,7 @@ export const edgeRouters = defineResource({
       filterable: false,
     }),
     appData: field.json(Json, 'application data', { nullable: true, filterable: false }),
-    ctrlChanListeners: field.json(Json, 'control channel listeners', { nullable: true, filterable: false }),
+    ctrlChanListeners: field.json(CtrlChanListeners, 'control channel listeners: address → groups', { nullable: true, filterable: false }),
     fingerprint: field.string('fingerprint of its certificate once enrolled', { readOnly: true, nullable: true, maxLength: MAX_NAME }),
     hostname: field.string('host name it reported', { readOnly: true, default: '', maxLength: MAX_NAME }),
     isOnline: field.boolean('connected to the controller now', { readOnly: true, default: false }),
@@ -90,7 +97,7 @@ const routerFields = {
   cost: field.integer('routing cost', { minimum: 0, maximum: 65535, nullable: true, default: 0 }),
   disabled: field.boolean('refuses connections while true', { nullable: true, default: false }),
   noTraversal: field.boolean('not used for transit', { nullable: true, default: false }),
-  ctrlChanListeners: field.json(Json, 'control channel listeners', { nullable: true, filterable: false }),
+  ctrlChanListeners: field.json(CtrlChanListeners, 'control channel listeners: address → groups', { nullable: true, filterable: false }),
   fingerprint: field.string('fingerprint of its certificate once enrolled', { readOnly: true, nullable: true, maxLength: MAX_NAME }),
   isOnline: field.boolean('connected to the controller now', { readOnly: true, default: false }),
   isVerified: field.boolean('enrolled', { readOnly: true, default: false }),
