@@ -421,6 +421,18 @@ describe('edge routers and terminators', () => {
     expectError(await client(t, 'GET', '/current-identity/edge-routers'), 401, 'UNAUTHORIZED');
     ok(await call(t, 'DELETE', `${MGMT}/edge-routers/${fresh}`, { token: net.admin }));
   });
+
+  it('GET /current-identity/edge-routers: an admin, as the established controller answers one, gets every enrolled router', async () => {
+    const db = t.app.core.store.db;
+    const unselected = await net.edgeRouter('er-no-policy', ['no-policy-selects-this']);
+    const unenrolled = await net.edgeRouter('er-admin-never-enrolled', ['no-policy-selects-this']);
+    await db.updateTable('edge_routers').set({ is_verified: 1 }).where('id', 'in', [ids.router!, ids.routerCore!, unselected]).execute();
+    const filter = encodeURIComponent(`id in ["${ids.router!}", "${ids.routerCore!}", "${unselected}", "${unenrolled}"] sort by name`);
+    expect(idsOf(await client(t, 'GET', `/current-identity/edge-routers?filter=${filter}`, net.admin))).toEqual([ids.routerCore, unselected, ids.router]);
+    // Everyone else still gets those of their policies.
+    expect(idsOf(await client(t, 'GET', `/current-identity/edge-routers?filter=${filter}`, tokens.erin))).toEqual([ids.routerCore, ids.router]);
+    for (const id of [unselected, unenrolled]) ok(await call(t, 'DELETE', `${MGMT}/edge-routers/${id}`, { token: net.admin }));
+  });
 });
 
 describe('lists of the network', () => {

@@ -82,6 +82,10 @@ export const CLIENT_EDGE_ROUTER_FILTER: FilterSpec = (() => {
   };
 })();
 
+function enrolled(flavor: SqlFlavor) {
+  return sql<SqlBool>`${sql.ref(`${edgeRoutersDef.table}.is_verified`)} = ${flavor.bool(true)}`;
+}
+
 /** Scopes of the client edge router lists. */
 export const edgeRouterScope = {
   /**
@@ -89,7 +93,9 @@ export const edgeRouterScope = {
    * enrolled has no address to reach it by (the established controller lists the verified ones).
    */
   ofIdentity: (identityId: string, flavor: SqlFlavor) =>
-    sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${sql.ref(`${edgeRoutersDef.table}.is_verified`)} = ${flavor.bool(true)})`,
+    sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${enrolled(flavor)})`,
+  /** Every enrolled edge router: what an admin is shown as its own (the established controller's answer to one). */
+  enrolled: (flavor: SqlFlavor) => enrolled(flavor),
   /** Those it may use for a service (and that service edge router policies let carry it). */
   forService: (identityId: string, serviceId: string) =>
     sql<SqlBool>`(${idIn(edgeRoutersDef.table, identityEdgeRouters(identityId))} and ${idIn(edgeRoutersDef.table, serviceEdgeRouters(serviceId))})`,
@@ -102,13 +108,18 @@ function pageOf(edgeRouters: ResourceService<EdgeRouter>, q: ListQuery, identity
   return edgeRouters.listEntities({ ...q, scope });
 }
 
-/** A page of the edge routers an identity may use, as list items (entity base fields too). */
+/**
+ * A page of the caller's edge routers, as list items (entity base fields too): those its edge router
+ * policies let it use, or for an admin every enrolled one, as the established controller lists them.
+ */
 export async function listClientEdgeRouters(
   edgeRouters: ResourceService<EdgeRouter>,
   q: ListQuery,
-  identityId: string,
+  caller: { identityId: string; isAdmin: boolean },
 ): Promise<{ items: Record<string, unknown>[]; total: number }> {
-  const { items, total } = await pageOf(edgeRouters, q, identityId);
+  const { items, total } = caller.isAdmin
+    ? await edgeRouters.listEntities({ ...q, scope: edgeRouterScope.enrolled(edgeRouters.store.dialect.flavor) })
+    : await pageOf(edgeRouters, q, caller.identityId);
   return { items: items.map(clientEdgeRouterListItem), total };
 }
 

@@ -27,7 +27,7 @@ import { listMeta, MAX_LIMIT, parseList } from '../list.js';
 import { named } from '../openapi.js';
 import { dataEnvelopeSchema, IdParams, ListQuerySchema, registerResourceRoutes } from '../resource-routes.js';
 import type { AnswerCache } from '../../core/answer-cache.js';
-import { callerOf } from '../credentials.js';
+import { callerOf, principalOf } from '../credentials.js';
 
 const ConfigTypesQuery = {
   configTypes: Type.Optional(
@@ -171,7 +171,8 @@ export function clientServicesRoutes(server: FastifyInstance, d: ClientServicesR
     handler: async (request) => {
       const query = { limit: String(MAX_LIMIT), ...request.query };
       const list = parseList(query, CLIENT_EDGE_ROUTER_FILTER, flavor);
-      const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, callerOf(request).identityId);
+      const { identity } = principalOf(request);
+      const { items, total } = await listClientEdgeRouters(edgeRouters, list.query, { identityId: identity.id, isAdmin: identity.isAdmin === true });
       return envelope(items, listMeta(list, total, CLIENT_EDGE_ROUTER_FILTER));
     },
   });
