@@ -104,12 +104,15 @@ describe('create and read', () => {
       noTraversal: false,
       roleAttributes: [],
       configs: [],
-      appData: null,
+      // none given reads as no data, an object, as the established controller reads it
+      appData: {},
       ctrlChanListeners: null,
       tags: {},
     });
+    expect((await get(id)).appData).toEqual({});
     const nulls = await createRouter({ name: 'er-nulls', cost: null, disabled: null, noTraversal: null, roleAttributes: null, configs: null, appData: null, tags: null });
-    expect(await get(nulls)).toMatchObject({ cost: 0, disabled: false, noTraversal: false, roleAttributes: [], configs: [], appData: null, tags: {} });
+    expect(await get(nulls)).toMatchObject({ cost: 0, disabled: false, noTraversal: false, roleAttributes: [], configs: [], appData: {}, tags: {} });
+    expect((await get(nulls)).appData).toEqual({});
   });
 
   it('ignores read-only fields on writes', async () => {
@@ -195,7 +198,8 @@ describe('patch, full update, delete', () => {
     const id = await createRouter({ name: 'er-put', cost: 5, roleAttributes: ['a'], configs: [routerConfigId], appData: { x: 1 } });
     expectError(await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { cost: 1 } }), 400, 'COULD_NOT_VALIDATE', 'name');
     expect((await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { name: 'er-put-2', disabled: true } })).statusCode).toBe(200);
-    expect(await get(id)).toMatchObject({ name: 'er-put-2', cost: 0, disabled: true, roleAttributes: [], configs: [], appData: null });
+    expect(await get(id)).toMatchObject({ name: 'er-put-2', cost: 0, disabled: true, roleAttributes: [], configs: [], appData: {} });
+    expect((await get(id)).appData).toEqual({});
   });
 
   it('delete removes it; unknown ids are 404', async () => {

@@ -11,7 +11,7 @@ import { dropIdRoles } from './policies.js';
 import { DEFAULT_AUTH_POLICY_ID } from '../resources/auth-policies.js';
 import type { EntityOf } from '../resources/index.js';
 import { EntityRefSchema, entityRef, type ResourceDef } from '../resources/kit.js';
-import type { edgeRouters, routers, transitRouters } from '../resources/routers.js';
+import { edgeRouters as edgeRoutersDef, type edgeRouters, type routers, type transitRouters } from '../resources/routers.js';
 import type { terminators } from '../resources/services.js';
 import type { Entity, Repository } from '../store/repository.js';
 import type { Executor } from '../store/store.js';
@@ -41,9 +41,18 @@ export function edgeRouterBehaviour(links: PolicyLinks, tokens: EnrollmentTokens
       await removeTunneler(ctx, links, prev.id);
       await removeTerminatorsOf(ctx, prev.id);
     },
-    computed: [routerEnrollmentReadFields(tokens)],
+    computed: [routerEnrollmentReadFields(tokens), edgeRouterAppData],
   };
 }
+
+/** `appData` reads as an object even where none was given (null), as the established controller reads it. */
+const edgeRouterAppData = computed<typeof edgeRouters>(
+  { appData: { ...edgeRoutersDef.fields.appData.schema, description: edgeRoutersDef.fields.appData.description } },
+  (_ex, entities, answers) => {
+    for (const [i, e] of entities.entries()) answers[i]!.appData = e.appData ?? {};
+    return Promise.resolve();
+  },
+);
 
 /**
  * Routers: the routers collection lists edge routers too (resources/routers.ts). One of those is
