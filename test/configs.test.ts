@@ -292,8 +292,8 @@ describe('authorization', () => {
   });
 });
 
-describe('a config an edge router uses', () => {
-  it('is deleted, and removed from the configs of the routers naming it', async () => {
+describe('a config routers use', () => {
+  it('is deleted, and removed from the configs of the edge routers and routers naming it', async () => {
     const routerType = json(
       await call(t, 'POST', `${MGMT}/config-types`, { token: admin, body: { name: 'router-settings', target: 'router', schema: {} } }),
     ).data.id as string;
@@ -305,12 +305,20 @@ describe('a config an edge router uses', () => {
     const router = json(
       await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'er-with-config', configs: [config, kept] } }),
     ).data.id as string;
+    const transit = json(
+      await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'tr-with-config', configs: [kept, config] } }),
+    ).data.id as string;
     const deleted = await call(t, 'DELETE', `${base}/${config}`, { token: admin });
     expect(deleted.statusCode, deleted.body).toBe(200);
     expect(json(await call(t, 'GET', `${MGMT}/edge-routers/${router}`, { token: admin })).data.configs).toEqual([kept]);
-    const changed = await call(t, 'GET', `${MGMT}/audit-events?filter=${encodeURIComponent(`entityType = "edge-routers" and entityId = "${router}" and action = "update"`)}`, {
-      token: admin,
-    });
-    expect(json(changed).data.map((e: any) => e.changes)).toEqual([{ before: expect.objectContaining({ configs: [config, kept] }), after: expect.objectContaining({ configs: [kept] }) }]);
+    for (const path of ['routers', 'transit-routers']) {
+      expect(json(await call(t, 'GET', `${MGMT}/${path}/${transit}`, { token: admin })).data.configs).toEqual([kept]);
+    }
+    for (const [entityType, id, before] of [['edge-routers', router, [config, kept]], ['routers', transit, [kept, config]]] as const) {
+      const changed = await call(t, 'GET', `${MGMT}/audit-events?filter=${encodeURIComponent(`entityType = "${entityType}" and entityId = "${id}" and action = "update"`)}`, {
+        token: admin,
+      });
+      expect(json(changed).data.map((e: any) => e.changes)).toEqual([{ before: expect.objectContaining({ configs: before }), after: expect.objectContaining({ configs: [kept] }) }]);
+    }
   });
 });

@@ -24,10 +24,20 @@ let admin: string;
 let none: string;
 let routerPerm: string;
 let readOnly: string;
+let routerConfigId: string;
+let otherRouterConfigId: string;
+let serviceConfigId: string;
 
 beforeAll(async () => {
   t = await startTestController({ env: ADMIN_ENV });
   admin = await asAdmin(t);
+  // Config types and configs through the resource services: their routes are not this file's subject.
+  const r = t.app.core.resources;
+  const routerType = await r.get('config-types').create({ name: 'r-router-type', schema: { type: 'object' }, target: 'router' });
+  const serviceType = await r.get('config-types').create({ name: 'r-service-type', schema: { type: 'object' }, target: 'service' });
+  routerConfigId = (await r.get('configs').create({ name: 'r-router-config', configTypeId: routerType.id, data: { a: 1 } })).id;
+  otherRouterConfigId = (await r.get('configs').create({ name: 'r-router-config-2', configTypeId: routerType.id, data: { a: 2 } })).id;
+  serviceConfigId = (await r.get('configs').create({ name: 'r-service-config', configTypeId: serviceType.id, data: { b: 2 } })).id;
   await createIdentityWithPassword(t, admin, { name: 'r-none', username: 'r-none', password: 'r-none-1', permissions: ['terminator', 'identity'] });
   await createIdentityWithPassword(t, admin, { name: 'r-router', username: 'r-router', password: 'r-router-1', permissions: ['router'] });
   await createIdentityWithPassword(t, admin, { name: 'r-read', username: 'r-read', password: 'r-read-1', permissions: ['router.read'] });
@@ -64,6 +74,7 @@ describe.each([
       disabled: true,
       noTraversal: true,
       ctrlChanListeners: { 'tls:0.0.0.0:6262': ['default'] },
+      configs: [routerConfigId],
       tags: { site: 'a', on: true },
     };
     const res = await call(t, 'POST', URL, { token: admin, body });
@@ -73,12 +84,59 @@ describe.each([
     const e = await get(created.id);
     expect(e).toMatchObject({ ...body, id: created.id, fingerprint: null, isOnline: false, isVerified: false });
     expect(e._links.self.href).toBe(`./${collection}/${created.id}`);
-    for (const f of ['roleAttributes', 'isTunnelerEnabled', 'configs']) expect(e).not.toHaveProperty(f);
+    for (const f of ['roleAttributes', 'isTunnelerEnabled']) expect(e).not.toHaveProperty(f);
   });
 
   it('fills defaults and ignores read-only fields', async () => {
     const id = await create({ name: `${prefix}defaults`, isOnline: true, fingerprint: 'ff' });
-    expect(await get(id)).toMatchObject({ cost: 0, disabled: false, noTraversal: false, ctrlChanListeners: null, isOnline: false, fingerprint: null, tags: {} });
+    expect(await get(id)).toMatchObject({ cost: 0, disabled: false, noTraversal: false, ctrlChanListeners: null, configs: [], isOnline: false, fingerprint: null, tags: {} });
+    expect((await get(await create({ name: `${prefix}null-configs`, configs: null }))).configs).toEqual([]);
+  });
+
+  it('keeps configs of router config types: changed by patch and full update, listed and filtered', async () => {
+    const id = await create({ name: `${prefix}cfg`, configs: [routerConfigId] });
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { cost: 2 } })).statusCode).toBe(200);
+    expect(await get(id)).toMatchObject({ cost: 2, configs: [routerConfigId] });
+    expect((await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { configs: [otherRouterConfigId] } })).statusCode).toBe(200);
+    expect((await get(id)).configs).toEqual([otherRouterConfigId]);
+    expect((await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { name: `${prefix}cfg`, configs: [routerConfigId] } })).statusCode).toBe(200);
+    expect((await get(id)).configs).toEqual([routerConfigId]);
+    const listed = json(await call(t, 'GET', `${URL}?filter=${encodeURIComponent(`name = "${prefix}cfg"`)}`, { token: admin })).data;
+    expect(listed.map((e: { configs: string[] }) => e.configs)).toEqual([[routerConfigId]]);
+    const named = (filter: string) => call(t, 'GET', `${URL}?limit=500&filter=${encodeURIComponent(filter)}`, { token: admin });
+    const ids = async (filter: string) => (json(await named(filter)).data as { id: string }[]).map((e) => e.id);
+    expect(await ids(`anyOf(configs) = "${routerConfigId}"`)).toContain(id);
+    expect(await ids(`anyOf(configs) = "${otherRouterConfigId}"`)).not.toContain(id);
+    expect(json(await named('true')).meta.filterableFields).toContain('configs');
+    // A full update without configs leaves none.
+    expect((await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { name: `${prefix}cfg` } })).statusCode).toBe(200);
+    expect((await get(id)).configs).toEqual([]);
+  });
+
+  it('refuses configs that do not exist, that configure services, or two of one config type, as edge routers do', async () => {
+    const refusals: [unknown[], string][] = [
+      [['no-such-config'], 'REFERENCED_ENTITY_NOT_FOUND'],
+      [[serviceConfigId], 'COULD_NOT_VALIDATE'],
+      [[routerConfigId, serviceConfigId], 'COULD_NOT_VALIDATE'],
+      [[routerConfigId, otherRouterConfigId], 'COULD_NOT_VALIDATE'],
+      [[routerConfigId, routerConfigId], 'COULD_NOT_VALIDATE'],
+    ];
+    const id = await create({ name: `${prefix}cfg-refused`, configs: [routerConfigId] });
+    for (const [configs, code] of refusals) {
+      expectError(await call(t, 'POST', URL, { token: admin, body: { name: `${prefix}cfg-refused-new`, configs } }), 400, code, 'configs');
+      expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: admin, body: { configs } }), 400, code, 'configs');
+      expectError(await call(t, 'PUT', `${URL}/${id}`, { token: admin, body: { name: `${prefix}cfg-refused`, configs } }), 400, code, 'configs');
+    }
+    const body = expectError(await call(t, 'POST', URL, { token: admin, body: { name: 'v', configs: [routerConfigId, otherRouterConfigId] } }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expect(JSON.stringify(body)).toContain('r-router-type');
+    expect((await get(id)).configs).toEqual([routerConfigId]);
+    expect(json(await call(t, 'GET', `${URL}?filter=${encodeURIComponent(`name = "${prefix}cfg-refused-new"`)}`, { token: admin })).data).toEqual([]);
+  });
+
+  it('an unknown router: 404, whatever configs are asked for', async () => {
+    for (const method of ['PATCH', 'PUT'] as const) {
+      expectError(await call(t, method, `${URL}/no-such-router`, { token: admin, body: { name: 'x', configs: [routerConfigId] } }), 404, 'NOT_FOUND');
+    }
   });
 
   const invalid: [string, Record<string, unknown>, string][] = [
@@ -93,6 +151,8 @@ describe.each([
     ['ctrlChanListeners with groups not a list', { name: 'v', ctrlChanListeners: { 'tls:0.0.0.0:6262': { g: 1 } } }, 'ctrlChanListeners.tls:0.0.0.0:6262'],
     ['ctrlChanListeners with a group not a string', { name: 'v', ctrlChanListeners: { 'tls:0.0.0.0:6262': [null] } }, 'ctrlChanListeners.tls:0.0.0.0:6262[0]'],
     ['tags with a number', { name: 'v', tags: { n: 2 } }, 'tags.n'],
+    ['configs not a list', { name: 'v', configs: 'x' }, 'configs'],
+    ['configs with an empty id', { name: 'v', configs: [''] }, 'configs[0]'],
   ];
   it.each(invalid)('%s → 400 naming the field', async (_name, body, field) => {
     expectError(await call(t, 'POST', URL, { token: admin, body }), 400, 'COULD_NOT_VALIDATE', field);
@@ -135,15 +195,16 @@ describe.each([
       ['GET', URL],
       ['GET', `${URL}/${id}`],
       ['POST', URL, { name: `${prefix}auth-new` }],
-      ['PATCH', `${URL}/${id}`, { cost: 2 }],
-      ['PUT', `${URL}/${id}`, { name: `${prefix}auth` }],
+      ['PATCH', `${URL}/${id}`, { cost: 2, configs: [routerConfigId] }],
+      ['PUT', `${URL}/${id}`, { name: `${prefix}auth`, configs: [otherRouterConfigId] }],
       ['DELETE', `${URL}/${id}`],
     ];
     for (const [method, url, body] of routes) {
       expectError(await call(t, method as 'GET', url, { token: none, body }), 401, 'UNAUTHORIZED');
     }
     expect((await call(t, 'GET', `${URL}/${id}`, { token: readOnly })).statusCode).toBe(200);
-    expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: readOnly, body: { cost: 1 } }), 401, 'UNAUTHORIZED');
+    expectError(await call(t, 'PATCH', `${URL}/${id}`, { token: readOnly, body: { cost: 1, configs: [routerConfigId] } }), 401, 'UNAUTHORIZED');
+    expect((await get(id)).configs).toEqual([]);
     const expected = [200, 200, 201, 200, 200, 200];
     for (const [i, [method, url, body]] of routes.entries()) {
       const res = await call(t, method as 'GET', url, { token: routerPerm, body });
@@ -203,7 +264,7 @@ describe('edge routers are routers too', () => {
     );
 
   it('both paths list them beside the others, with filter, sort and paging over all', async () => {
-    const edgeId = await er({ name: 'mix-b-edge', cost: 7, noTraversal: true, roleAttributes: ['x'] });
+    const edgeId = await er({ name: 'mix-b-edge', cost: 7, noTraversal: true, roleAttributes: ['x'], configs: [routerConfigId] });
     await call(t, 'POST', `${MGMT}/routers`, { token: admin, body: { name: 'mix-a-router', cost: 9 } });
     await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'mix-c-transit', cost: 5 } });
     for (const path of ['routers', 'transit-routers']) {
@@ -214,7 +275,8 @@ describe('edge routers are routers too', () => {
       expect(page.meta.pagination).toEqual({ limit: 1, offset: 1, totalCount: 3 });
       // the router fields of it, nothing of the edge router's own
       const one = json(await call(t, 'GET', `${MGMT}/${path}/${edgeId}`, { token: admin })).data;
-      expect(one).toMatchObject({ id: edgeId, name: 'mix-b-edge', cost: 7, noTraversal: true, disabled: false, isOnline: false, isVerified: false, fingerprint: null });
+      expect(one).toMatchObject({ id: edgeId, name: 'mix-b-edge', cost: 7, noTraversal: true, disabled: false, isOnline: false, isVerified: false, fingerprint: null, configs: [routerConfigId] });
+      expect(await names(path, `name contains "mix-" and anyOf(configs) = "${routerConfigId}"`)).toEqual(['mix-b-edge']);
       expect(one._links.self.href).toBe(`./${path}/${edgeId}`);
       for (const f of ['roleAttributes', 'isTunnelerEnabled', 'hostname', 'supportedProtocols', 'syncStatus', 'appData']) expect(one).not.toHaveProperty(f);
     }
@@ -299,6 +361,31 @@ describe('a store from before the routers view', () => {
         { id: 'old-e', role_attributes: '["a"]', hostname: 'h', is_tunneler_enabled: 1 },
       ]);
       expect(await store.db.selectFrom('routers').select(['id', 'ctrl_chan_listeners']).execute()).toEqual([{ id: 'old-r', ctrl_chan_listeners: '{"tls:a:1":[]}' }]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('a store from before router configs', () => {
+  it('keeps every router, the edge routers with their configs, and reads routers with none', async () => {
+    const store = new Store(openSqlite(':memory:'));
+    try {
+      const before = migrations.findIndex((m) => m.name === '0020-router-configs');
+      expect(before).toBeGreaterThan(0);
+      await store.migrate(migrations.slice(0, before));
+      const now = '2026-01-02T03:04:05.678Z';
+      const base = { created_at: now, updated_at: now, tags: '{}' };
+      await store.db.insertInto('config_types').values({ ...base, id: 'old-t', name: 'old-type', target: 'router' }).execute();
+      await store.db.insertInto('configs').values({ ...base, id: 'old-c', name: 'old-config', config_type_id: 'old-t', data: '{}' }).execute();
+      await store.db.insertInto('routers').values({ ...base, id: 'old-r', name: 'old-router', cost: 2 }).execute();
+      await store.db.insertInto('edge_routers').values({ ...base, id: 'old-e', name: 'old-edge', configs: '["old-c"]', sync_status: 'SYNC_UNKNOWN' }).execute();
+      expect(await store.migrate(migrations)).toEqual(migrations.slice(before).map((m) => m.name));
+      const rows = await store.db.selectFrom('all_routers').select(['id', 'name', 'cost', 'configs']).orderBy('id').execute();
+      expect(rows).toEqual([
+        { id: 'old-e', name: 'old-edge', cost: 0, configs: '["old-c"]' },
+        { id: 'old-r', name: 'old-router', cost: 2, configs: '[]' },
+      ]);
     } finally {
       await store.close();
     }

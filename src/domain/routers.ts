@@ -66,6 +66,7 @@ export function routerBehaviour(tokens: EnrollmentTokens): ResourceBehaviour<typ
         throw new ApiError('CAN_NOT_UPDATE_ROUTER', `the router ${prev.id} is an edge router; it is changed at ./edge-routers/${prev.id}`);
       }
       await assertRouterNameFree(ctx, next, prev);
+      await checkRouterConfigs(ctx, next.configs, prev?.configs);
       // A transit router is made with an enrollment (trott), as an edge router is with its own.
       if (!prev) Object.assign(next, await newRouterEnrollment(ctx, tokens, next.id, TRANSIT_ROUTER_ENROLLMENT_METHOD));
     },
@@ -101,7 +102,7 @@ async function assertRouterNameFree(ctx: WriteContext, next: Entity, prev: Entit
 
 // ---- router configs ------------------------------------------------------------------------
 
-/** The configs of an edge router, when they change: as a service's, of router config types (domain/services.ts). */
+/** The configs of a router or an edge router, when they change: as a service's, of router config types (domain/services.ts). */
 async function checkRouterConfigs(ctx: WriteContext, ids: readonly string[], before: readonly string[] | undefined): Promise<void> {
   if (JSON.stringify(ids) === JSON.stringify(before)) return;
   await checkConfigsFor(ctx.tx, 'router', ids);

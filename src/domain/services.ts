@@ -195,9 +195,9 @@ async function overridesUsing(ex: Executor, configId: string): Promise<number> {
 }
 
 /**
- * Takes a deleted config off the services and edge routers naming it, as the established controller
- * does, each announced as changed so that client service lists, service-update markers and the audit
- * log follow.
+ * Takes a deleted config off the services, edge routers and routers naming it, as the established
+ * controller does, each announced as changed so that client service lists, service-update markers
+ * and the audit log follow.
  */
 async function takeOffUsers(ctx: WriteContext, configId: string): Promise<void> {
   const services = await ctx.tx
@@ -209,16 +209,19 @@ async function takeOffUsers(ctx: WriteContext, configId: string): Promise<void> 
   await ctx.tx.deleteFrom(SERVICE_CONFIGS.table).where(CONFIG_ID, '=', configId).execute();
   for (const { serviceId } of services) await ctx.update('services', String(serviceId), { updatedAt: ctx.now });
 
-  const routers = ctx.resources.get('edge-routers').repo;
-  const rows = await ctx.tx
-    .selectFrom('edge_routers')
-    .selectAll()
-    .where(ctx.resources.store.dialect.flavor.arraySome(sql.ref('edge_routers.configs'), (element) => sql<SqlBool>`${element} = ${configId}`))
-    .orderBy('id')
-    .execute();
-  for (const router of rows.map((row) => routers.fromRow(row))) {
-    const configs = (router.configs as string[]).filter((id) => id !== configId);
-    await ctx.update('edge-routers', router.id, { configs, updatedAt: ctx.now });
+  // Each kind of router from its own table: the routers collection reads edge routers too.
+  for (const collection of ['edge-routers', 'routers'] as const) {
+    const routers = ctx.resources.get(collection).repo;
+    const rows = await ctx.tx
+      .selectFrom(routers.table)
+      .selectAll()
+      .where(ctx.resources.store.dialect.flavor.arraySome(sql.ref(`${routers.table}.configs`), (element) => sql<SqlBool>`${element} = ${configId}`))
+      .orderBy('id')
+      .execute();
+    for (const router of rows.map((row) => routers.fromRow(row))) {
+      const configs = (router.configs as string[]).filter((id) => id !== configId);
+      await ctx.update(collection, router.id, { configs, updatedAt: ctx.now });
+    }
   }
 }
 
@@ -236,9 +239,9 @@ export function configBehaviour(validators: ConfigValidators): ResourceBehaviour
       }
     },
     /**
-     * A config is taken off the services and edge routers using it. One an identity chose for a
-     * service (an override) is refused, as the established controller refuses it: the override
-     * would silently stop applying.
+     * A config is taken off the services, edge routers and routers using it. One an identity chose
+     * for a service (an override) is refused, as the established controller refuses it: the
+     * override would silently stop applying.
      */
     async beforeDelete(ctx, prev) {
       const overrides = await overridesUsing(ctx.tx, prev.id);
@@ -257,11 +260,11 @@ export function configBehaviour(validators: ConfigValidators): ResourceBehaviour
 
 // ---- services ------------------------------------------------------------------------------------
 
-/** What a service or an edge router is called in messages about its configs. */
-const HOLDER = { service: { one: 'a service', many: 'services' }, router: { one: 'an edge router', many: 'edge routers' } } as const;
+/** What a service or a router (edge router or not) is called in messages about its configs. */
+const HOLDER = { service: { one: 'a service', many: 'services' }, router: { one: 'a router', many: 'routers' } } as const;
 
 /**
- * The configs named for a service (target `service`) or an edge router (target `router`): each
+ * The configs named for a service (target `service`) or a router (target `router`): each
  * existing, of a config type configuring that target, at most one of each type (a client reads one
  * config per type).
  */

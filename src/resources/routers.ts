@@ -98,6 +98,13 @@ const routerFields = {
   disabled: field.boolean('refuses connections while true', { nullable: true, default: false }),
   noTraversal: field.boolean('not used for transit', { nullable: true, default: false }),
   ctrlChanListeners: field.json(CtrlChanListeners, 'control channel listeners: address → groups', { nullable: true, filterable: false }),
+  // An edge router's own configs read here too (the view), and filters name them: `anyOf(configs)`.
+  configs: field.set('ids of router configs, at most one of each config type', {
+    nullable: true,
+    uniqueItems: true,
+    schema: Type.String({ minLength: 1, maxLength: MAX_NAME }),
+    maxItems: MAX_LIST,
+  }),
   fingerprint: field.string('fingerprint of its certificate once enrolled', { readOnly: true, nullable: true, maxLength: MAX_NAME }),
   isOnline: field.boolean('connected to the controller now', { readOnly: true, default: false }),
   isVerified: field.boolean('enrolled', { readOnly: true, default: false }),

@@ -18,6 +18,7 @@ import { m0016ExternalJwtSigners } from './0016-external-jwt-signers.js';
 import { m0017AuditEvents } from './0017-audit-events.js';
 import { m0018SpentEnrollmentTokens } from './0018-spent-enrollment-tokens.js';
 import { m0019TransitRouterEnrollment } from './0019-transit-router-enrollment.js';
+import { m0020RouterConfigs } from './0020-router-configs.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -38,4 +39,5 @@ export const migrations: readonly StoreMigration[] = [
   m0017AuditEvents,
   m0018SpentEnrollmentTokens,
   m0019TransitRouterEnrollment,
+  m0020RouterConfigs,
 ];
