@@ -164,6 +164,13 @@ describe('validation', () => {
     expect((await get(id)).configs).toEqual([routerConfigId]);
   });
 
+  it('filters name configs, as the established controller lets them', async () => {
+    const id = await createRouter({ name: 'v-cfg-filter', configs: [otherRouterConfigId] });
+    const res = await call(t, 'GET', `${URL}?filter=${encodeURIComponent(`anyOf(configs) = "${otherRouterConfigId}"`)}`, { token: admin });
+    expect(json(res).data.map((e: any) => e.id)).toEqual([id]);
+    expect(json(res).meta.filterableFields).toContain('configs');
+  });
+
   it('configs hold at most one config per config type; an id named twice is refused', async () => {
     const two = await call(t, 'POST', URL, { token: admin, body: { name: 'v-cfg-two', configs: [routerConfigId, otherRouterConfigId] } });
     const body = expectError(two, 400, 'COULD_NOT_VALIDATE', 'configs');

@@ -74,7 +74,6 @@ export const edgeRouters = defineResource({
       uniqueItems: true,
       schema: Type.String({ minLength: 1, maxLength: MAX_NAME }),
       maxItems: MAX_LIST,
-      filterable: false,
     }),
     appData: field.json(Json, 'application data', { nullable: true, filterable: false }),
     ctrlChanListeners: field.json(CtrlChanListeners, 'control channel listeners: address → groups', { nullable: true, filterable: false }),
