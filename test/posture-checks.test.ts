@@ -322,6 +322,18 @@ describe('list', () => {
     expect(body.meta.filterableFields).toEqual(expect.arrayContaining(['id', 'name', 'typeId', 'roleAttributes']));
   });
 
+  // pcl-b (MFA) has no domains and no MAC addresses: its sets count 0, as isEmpty says.
+  it.each([
+    ['count(domains) = 0', ['pcl-b', 'pcl-c']],
+    ['count(domains) != 0', ['pcl-a']],
+    ['count(domains) < 1 and isEmpty(domains)', ['pcl-b', 'pcl-c']],
+    ['count(macAddresses) between 0 and 1', ['pcl-a', 'pcl-b']],
+    ['count(macAddresses) in [0]', ['pcl-a', 'pcl-b']],
+    ['not count(macAddresses) >= 1', ['pcl-a', 'pcl-b']],
+  ])('counts an absent set as empty: %s', async (filter, expected) => {
+    expect(names(await list(`${q(`name contains "pcl-" and (${filter})`)}&sort=name`))).toEqual(expected);
+  });
+
   it('takes roleFilter and roleSemantic', async () => {
     const roles = (...r: string[]) => r.map((x) => `roleFilter=${encodeURIComponent(x)}`).join('&');
     expect(names(await list(`${roles('#x', '#y')}&sort=name`))).toEqual(['pcl-a']);

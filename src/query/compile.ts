@@ -70,7 +70,7 @@ class Compiler {
       }
       case 'isEmpty': {
         const field = resolveSet(e.field, this.symbols, e.pos);
-        const empty = field.source?.kind === 'link' ? not(this.linkSome(field, field.source, () => TRUE)) : sql<SqlBool>`(coalesce(${this.flavor.arrayLength(sql.ref(field.column))}, 0) = 0)`;
+        const empty = field.source?.kind === 'link' ? not(this.linkSome(field, field.source, () => TRUE)) : sql<SqlBool>`(${this.length(field)} = 0)`;
         return negate ? not(empty) : empty;
       }
       case 'constant':
@@ -135,10 +135,10 @@ class Compiler {
     return sql<SqlBool>`(exists (select 1 from ${sql.table(source.table)} as filter_link where ${sql.ref(`filter_link.${source.owner}`)} = ${sql.ref(source.id)} and ${predicate(element)}))`;
   }
 
-  /** The number of elements of a set field. */
+  /** The number of elements of a set field; 0 for a set column left NULL (a posture check's unused `domains`). */
   private length(field: FilterField): Value {
     const source = field.source;
-    if (source?.kind !== 'link') return this.flavor.arrayLength(sql.ref(field.column));
+    if (source?.kind !== 'link') return sql`coalesce(${this.flavor.arrayLength(sql.ref(field.column))}, 0)`;
     return sql`(select count(*) from ${sql.table(source.table)} as filter_link where ${sql.ref(`filter_link.${source.owner}`)} = ${sql.ref(source.id)})`;
   }
 

@@ -4,7 +4,7 @@
 // differently. A flavor lives in `store/` beside its dialect.
 //
 // Storage conventions every flavor relies on:
-// - set fields: a JSON array of strings, never NULL (`[]` when empty);
+// - set fields: a JSON array of strings; a nullable set column's NULL reads as the empty set;
 // - tags: a JSON object whose values are null, string or boolean;
 // - booleans: the dialect's own representation (SQLite 0/1, PostgreSQL boolean).
 //
