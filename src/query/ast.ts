@@ -87,6 +87,8 @@ export interface DateTimeLiteral {
   kind: 'datetime';
   /** Normalised to UTC with milliseconds: YYYY-MM-DDTHH:mm:ss.sssZ. */
   value: string;
+  /** The instant written lies after `value`, within its millisecond (isSubMillisecond). */
+  subMillisecond: boolean;
   pos: number;
 }
 

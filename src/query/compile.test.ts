@@ -182,6 +182,20 @@ const cases: Array<[string, number[]]> = [
   ['createdAt not between datetime(2026-01-02T00:00:00Z) and datetime(2026-02-01T00:00:00Z)', [1, 3, 5, 6, 7, 8]],
   ['createdAt in [datetime(2026-01-02T00:00:00Z), "2026-02-01T01:00:00+01:00"]', [2, 6]],
   ['createdAt = null', [3]],
+  // an instant within a millisecond (2026-01-01T00:00:00.0005Z lies between rows 1 and 7): no stored
+  // datetime equals it, and the one at .000 is below it
+  ['createdAt = datetime(2026-01-01T00:00:00.0005Z)', []],
+  ['createdAt != datetime(2026-01-01T00:00:00.0005Z)', ALL],
+  ['createdAt < datetime(2026-01-01T00:00:00.0005Z)', [1, 5]],
+  ['createdAt <= datetime(2026-01-01T00:00:00.000999999Z)', [1, 5]],
+  ['createdAt > datetime(2026-01-01T01:00:00.0005+01:00)', [2, 4, 6, 7, 8]],
+  ['createdAt >= "2026-01-01T00:00:00.0005Z"', [2, 4, 6, 7, 8]],
+  ['not createdAt < "2026-01-01T00:00:00.0005Z"', [2, 3, 4, 6, 7, 8]],
+  ['createdAt between datetime(2025-12-31T23:59:59.9995Z) and datetime(2026-01-01T00:00:00.0005Z)', [1]],
+  ['createdAt not between datetime(2025-12-31T23:59:59.9995Z) and "2026-01-01T00:00:00.0005Z"', [2, 3, 4, 5, 6, 7, 8]],
+  ['createdAt in [datetime(2026-01-01T00:00:00.0005Z), "2026-01-02T00:00:00.000000Z"]', [2]],
+  ['createdAt in ["2026-01-01T01:00:00.000500+01:00"]', []],
+  ['createdAt not in [datetime(2026-01-01T00:00:00.0005Z)]', ALL],
   // sets
   ['anyOf(roleAttributes) = "a"', [1, 2, 7]],
   ['anyOf(roleAttributes) != "a"', [1, 4, 5, 6, 7, 8]],

@@ -9,6 +9,8 @@
 //   - their negations `x != v`, `x not in [..]`, `x not between`, `x not contains`, and `not (x < v)`
 //     are true when x is null (`x != "a"` matches a row whose x is null);
 //   - `x = null` / `x != null` test for null (for a tag: absent or JSON null / present and not null).
+// Datetimes compare as instants. Stored ones are whole milliseconds, so a literal written with finer
+// digits (T plus less than 1 ms) equals none of them; below it means at most T, above it T + 1 ms or later.
 // `not` is pushed down to the predicates (De Morgan), and a negated predicate P over a nullable x
 // compiles to `(x is null or not P)`; SQL's three-valued logic never reaches a NOT.
 //
@@ -18,7 +20,7 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
 import type { CompareOp, Expr, FilterField, FilterSymbols, Literal, SubjectExpr } from './ast.js';
 import { checkWhere, resolveBoolean, resolveSet, resolveSubject, type ScalarType } from './check.js';
-import { normaliseDateTime } from './datetime.js';
+import { isSubMillisecond, normaliseDateTime } from './datetime.js';
 import type { SqlFlavor } from './flavor.js';
 
 type Bool = RawBuilder<SqlBool>;
@@ -30,6 +32,17 @@ const COMPARE: Record<Exclude<CompareOp, '!='>, (a: Value, b: Value) => Bool> = 
   '<=': (a, b) => sql<SqlBool>`(${a} <= ${b})`,
   '>': (a, b) => sql<SqlBool>`(${a} > ${b})`,
   '>=': (a, b) => sql<SqlBool>`(${a} >= ${b})`,
+};
+
+/**
+ * The comparison with T (a literal's stored form) that a whole-millisecond value passes exactly when it
+ * passes the comparison with an instant between T and T + 1 ms.
+ */
+const PAST_MILLISECOND: Record<Exclude<CompareOp, '=' | '!='>, Exclude<CompareOp, '=' | '!='>> = {
+  '<': '<=',
+  '<=': '<=',
+  '>': '>',
+  '>=': '>',
 };
 
 const TRUE: Bool = sql<SqlBool>`(1 = 1)`;
@@ -164,25 +177,33 @@ class Compiler {
     switch (e.kind) {
       case 'compare': {
         const value = this.param(e.value, type);
-        if (e.op === '!=') return [COMPARE['='](subject, value), true];
-        const compare = COMPARE[e.op];
+        const finer = this.finer(e.value, type);
+        if (e.op === '=' || e.op === '!=') return [finer ? FALSE : COMPARE['='](subject, value), e.op === '!='];
+        const compare = COMPARE[finer ? PAST_MILLISECOND[e.op] : e.op];
         // Stryker: unreachable after the parser and checker (as are the two throws in param); kept as guards.
         if (compare === undefined) throw new Error(`unsupported operator ${JSON.stringify(e.op)}`);
         return [compare(subject, value), false];
       }
       case 'in': {
-        if (e.values.length === 0) return [FALSE, e.negated];
-        const values = e.values.map((v) => this.param(v, type));
+        const listed = e.values.filter((v) => !this.finer(v, type));
+        if (listed.length === 0) return [FALSE, e.negated];
+        const values = listed.map((v) => this.param(v, type));
         return [sql<SqlBool>`(${subject} in (${sql.join(values)}))`, e.negated];
       }
       case 'between': {
-        const low = this.param(e.low, type);
-        const high = this.param(e.high, type);
-        return [sql<SqlBool>`(${subject} >= ${low} and ${subject} < ${high})`, e.negated];
+        const low = COMPARE[this.finer(e.low, type) ? '>' : '>='](subject, this.param(e.low, type));
+        const high = COMPARE[this.finer(e.high, type) ? '<=' : '<'](subject, this.param(e.high, type));
+        return [sql<SqlBool>`(${low} and ${high})`, e.negated];
       }
       case 'contains':
         return [this.flavor.contains(subject, this.param(e.value, type), e.caseInsensitive), e.negated];
     }
+  }
+
+  /** Whether a literal compared with a datetime names an instant within the millisecond after its stored form. */
+  private finer(lit: Literal, type: ScalarType): boolean {
+    if (type !== 'datetime') return false;
+    return lit.kind === 'datetime' ? lit.subMillisecond : lit.kind === 'string' && isSubMillisecond(lit.value);
   }
 
   private param(lit: Literal, type: ScalarType): Value {

@@ -1,8 +1,8 @@
 // RFC 3339 date-times as the filter language accepts them, normalised to the stored form.
 //
 // Accepted: `YYYY-MM-DDTHH:mm:ss[.fraction](Z|+hh:mm|-hh:mm)`; `T` and `Z` in either case; the offset is
-// required; the fraction has 1 to 9 digits and is truncated to milliseconds; leap seconds (`:60`) are
-// refused. The result is UTC with milliseconds, `YYYY-MM-DDTHH:mm:ss.sssZ`, which is how datetime
+// required; the fraction has 1 to 9 digits and is truncated to milliseconds (isSubMillisecond tells
+// whether that dropped anything); leap seconds (`:60`) are refused. The result is UTC with milliseconds, `YYYY-MM-DDTHH:mm:ss.sssZ`, which is how datetime
 // columns are stored, so comparing the strings orders them by time.
 
 const RFC3339 =
@@ -43,4 +43,14 @@ export function normaliseDateTime(text: string): string | undefined {
   if (Number.isNaN(date.getTime())) return undefined;
   const iso = date.toISOString();
   return STORED.test(iso) ? iso : undefined;
+}
+
+/**
+ * Whether an RFC 3339 date-time names an instant between two milliseconds: fraction digits past the
+ * third that are not all 0, which normaliseDateTime drops. Stored datetimes are whole milliseconds,
+ * so such an instant equals none of them.
+ */
+export function isSubMillisecond(text: string): boolean {
+  const m = RFC3339.exec(text);
+  return m !== null && /[1-9]/.test((m[7] ?? '').slice(3));
 }

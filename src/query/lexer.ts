@@ -11,7 +11,7 @@
 //   ( ) [ ] ,
 //   eof
 
-import { normaliseDateTime } from './datetime.js';
+import { isSubMillisecond, normaliseDateTime } from './datetime.js';
 import { QueryProblem, quote } from './problem.js';
 
 export type TokenKind =
@@ -37,6 +37,8 @@ export interface Token {
   str?: string;
   /** Numeric value of a number token; Infinity, or an inexact integer, when out of range. */
   num?: number;
+  /** A datetime token's instant lies within the millisecond after `str` (isSubMillisecond). */
+  subMillisecond?: boolean;
 }
 
 const isDigit = (c: string): boolean => c >= '0' && c <= '9';
@@ -165,7 +167,7 @@ export class Lexer {
             );
           }
           i = close + 1;
-          return token({ kind: 'datetime', text: src.slice(start, i), pos: start, str: value });
+          return token({ kind: 'datetime', text: src.slice(start, i), pos: start, str: value, subMillisecond: isSubMillisecond(inner) });
         }
       }
       return token({ kind: 'ident', text, pos: start });

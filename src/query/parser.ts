@@ -385,7 +385,7 @@ class Parser {
         break;
       }
       case 'datetime':
-        lit = { kind: 'datetime', value: tok.str!, pos: tok.pos };
+        lit = { kind: 'datetime', value: tok.str!, subMillisecond: tok.subMillisecond === true, pos: tok.pos };
         break;
       case 'ident': {
         const word = tok.text.toLowerCase();
