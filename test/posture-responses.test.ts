@@ -279,6 +279,24 @@ describe('the answer of a posture response', () => {
     await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(frankSession)!);
     expect((ok(await client(t, 'GET', `/services/${others}`, franks)).postureQueries[0]).isPassing).toBe(true);
   });
+
+  it('the service list follows the end of the grace period of an MFA check without a timeout', async () => {
+    const forever = await net.postureCheck('MFA', { timeoutSeconds: -1, promptOnWake: true });
+    const gina = await net.person('gina', ['mfa-wake-staff']);
+    const service = await net.service('mfa-wake-forever');
+    await net.servicePolicy('Dial', ['#mfa-wake-staff'], [`@${service}`], [`@${forever}`]);
+    const token = await net.login(gina);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    t.clock.advance(1_000);
+    ok(await client(t, 'POST', '/posture-response', token, { id: forever, typeId: 'ENDPOINT_STATE', woken: true }), 201);
+    const listed = async () => (ok(await client(t, 'GET', '/services', token)) as { postureQueries: { isPassing: boolean }[] }[]).map((s) => s.postureQueries[0]!.isPassing);
+    expect(await listed()).toEqual([true]);
+    // Nothing changes but the time: the grace after the wake ends, and the list says so.
+    t.clock.advance(MFA_PROMPT_GRACE_MS);
+    expect(await listed()).toEqual([false]);
+    expectError(await client(t, 'POST', '/sessions', token, { serviceId: service }), 409, 'INVALID_POSTURE');
+  });
 });
 
 describe('POST /posture-response and /posture-response-bulk', () => {

@@ -189,6 +189,15 @@ export function mfaAskedAgain(check: PostureCheck, facts: PostureFacts): boolean
   return check.typeId === 'MFA' && facts.mfa.isMfaComplete && promptsSincePassed(check, facts).length > 0;
 }
 
+/**
+ * Whether what the check says of an API session can change with time alone: an MFA check with a
+ * timeout, or one asking again after a wake or an unlock that came after the MFA (it passes for the
+ * grace period only).
+ */
+export function changesWithTime(check: PostureCheck, facts: PostureFacts): boolean {
+  return check.typeId === 'MFA' && ((check.timeoutSeconds ?? -1) >= 0 || promptsSincePassed(check, facts).length > 0);
+}
+
 /** When a passed MFA stops counting (ms), or Infinity: its timeout, or the grace after a prompt. */
 function mfaExpiry(check: PostureCheck, facts: PostureFacts): number {
   const timeout = check.timeoutSeconds ?? -1;

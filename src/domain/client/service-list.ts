@@ -12,7 +12,7 @@ import { postureChecks as postureChecksDef } from '../../resources/posture-check
 import { services as servicesDef } from '../../resources/services.js';
 import type { Entity, ListQuery, Repository } from '../../store/repository.js';
 import type { Store } from '../../store/store.js';
-import { evaluatePolicy, postureQuery, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
+import { changesWithTime, evaluatePolicy, postureQuery, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
 import { splitList } from '../../oidc/flow.js';
 import type { PolicyType } from '../related.js';
 import { AccessViews, type Access, type Grant } from './access-views.js';
@@ -133,7 +133,7 @@ export interface PresentOptions {
   versions?: string[];
   /** The caller's whole view, when at hand. */
   view?: Access;
-  /** Told whether the answers change with time alone (an MFA check with a timeout). */
+  /** Told whether the answers change with time alone (an MFA check with a timeout or a prompt's grace). */
   report?: { timeDependent: boolean };
 }
 
@@ -252,10 +252,10 @@ export class ClientServices {
     const checkIds = new Set<string>();
     for (const p of policyIds) for (const c of access.checksOf.get(p) ?? []) checkIds.add(c);
     const catalog = await this.d.checks.get(checkIds);
-    if (opts.report) {
-      for (const c of catalog.values()) if (c.typeId === 'MFA' && (c.timeoutSeconds ?? -1) >= 0) opts.report.timeDependent = true;
-    }
     const facts = await factsOf(this.d.posture, caller, this.d.clock());
+    if (opts.report) {
+      for (const c of catalog.values()) if (changesWithTime(c, facts)) opts.report.timeDependent = true;
+    }
     const configs = await this.d.catalog.configsFor(caller.identityId, ids);
     const wanted = choice === 'all' ? 'all' : await this.d.configTypes.resolve(choice === 'session' ? caller.configTypes : choice.given);
     const typeNames = await this.d.configTypes.names();
