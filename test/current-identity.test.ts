@@ -13,6 +13,7 @@ import {
   login,
   MGMT,
   startTestController,
+  testCa,
   type TestController,
 } from './helpers.js';
 
@@ -95,6 +96,23 @@ describe('GET /current-identity after changes', () => {
 
     await call(t, 'DELETE', `${MGMT}/authenticators/${frank.authenticatorId}`, { token: admin });
     expect((await me()).authenticators).toEqual({});
+  });
+
+  it('names the CA of a pending ottca enrollment as it is now called', async () => {
+    const gwen = await createIdentityWithPassword(t, admin, { name: 'gwen', username: 'gwen', password: 'gwen-pw-1' });
+    const ca = json(
+      await call(t, 'POST', `${MGMT}/cas`, {
+        token: admin,
+        body: { name: 'gwen-ca', certPem: (await testCa('gwen CA')).certPem, isAuthEnabled: true, isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: true, identityRoles: [] },
+      }),
+    ).data.id as string;
+    const expiresAt = new Date(t.clock() + 3_600_000).toISOString();
+    expect((await call(t, 'POST', `${MGMT}/enrollments`, { token: admin, body: { method: 'ottca', identityId: gwen.id, caId: ca, expiresAt } })).statusCode).toBe(201);
+    const token = await login(t, 'gwen', 'gwen-pw-1', CLIENT);
+    const me = async () => json(await call(t, 'GET', `${CLIENT}/current-identity`, { token })).data;
+    expect((await me()).enrollment.ottca.ca).toMatchObject({ id: ca, name: 'gwen-ca' });
+    await call(t, 'PATCH', `${MGMT}/cas/${ca}`, { token: admin, body: { name: 'gwen-ca-2' } });
+    expect((await me()).enrollment.ottca.ca).toMatchObject({ id: ca, name: 'gwen-ca-2' });
   });
 });
 

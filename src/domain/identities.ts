@@ -201,7 +201,7 @@ export const MAX_CACHED_IDENTITY_ANSWERS = 50_000;
 
 /**
  * Presented identities by id, for the hot GET /current-identity. An entry is dropped when anything
- * it shows moves: the identity, its authenticators, its API sessions, or any auth policy.
+ * it shows moves: the identity, its authenticators, its API sessions, or any auth policy or CA.
  */
 export class IdentityAnswers implements Cache {
   readonly name = 'identity-answers';
@@ -210,7 +210,8 @@ export class IdentityAnswers implements Cache {
   constructor(private readonly resources: Resources) {}
 
   onChange(c: Change): void {
-    if (c.collection === 'auth-policies') this.cache.clear();
+    // An answer names its auth policy and the CA of a pending ottca enrollment: a rename shows.
+    if (c.collection === 'auth-policies' || (c.collection === 'cas' && c.kind !== 'create')) this.cache.clear();
     else if (c.collection === 'identities') this.cache.delete(c.id);
     else if (c.collection === 'authenticators' || c.collection === 'api-sessions' || c.collection === 'mfas' || c.collection === 'enrollments') {
       if (c.ownerId !== undefined) this.cache.delete(c.ownerId);
