@@ -16,6 +16,7 @@ import {
   startTestController,
   type TestController,
 } from './helpers.js';
+import { bearer, decodeJwt, oidcLogin, postToken } from './oidc-helpers.js';
 
 let t: TestController;
 let admin: string;
@@ -137,5 +138,32 @@ describe('the stored token', () => {
     expect(JSON.stringify(row)).not.toContain(s.token);
     expect(JSON.stringify(row)).not.toContain(s.token.slice(9));
     expect(row.token_hash).toBe(`${s.token.slice(0, 9)}${sha256Hex(s.token)}`);
+  });
+});
+
+describe('expiry', () => {
+  it('of an OIDC API session its refresh grant keeps alive is the end of the grant, in every answer about it', async () => {
+    const tokens = await oidcLogin(t, 'session-user', 'session-user-pw');
+    const asid = decodeJwt(tokens.access_token).payload.ov_asid as string;
+    const grantEnd = t.clock() + 24 * 3_600_000;
+    // Idle past the session timeout: the grant keeps the session, and a refresh still works.
+    const idle = 45 * 60_000;
+    t.clock.advance(idle);
+    try {
+      const a = await asAdmin(t);
+      const one = json(await call(t, 'GET', `${MGMT}/api-sessions/${asid}`, { token: a })).data;
+      const listed = json(await call(t, 'GET', filterBy(`id = "${asid}"`), { token: a })).data[0];
+      for (const s of [one, listed]) {
+        expect(s.expiresAt).toBe(new Date(grantEnd).toISOString());
+        expect(s.expirationSeconds).toBe((grantEnd - t.clock()) / 1000);
+      }
+      const refreshed = await postToken(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: 'overlay' });
+      expect(refreshed.statusCode).toBe(200);
+      const own = json(await call(t, 'GET', `${CLIENT}/current-api-session`, { headers: bearer(json(refreshed).access_token) })).data;
+      // The refresh renewed the grant: it ends a full lifetime from now.
+      expect(own.expiresAt).toBe(new Date(t.clock() + 24 * 3_600_000).toISOString());
+    } finally {
+      t.clock.advance(-idle);
+    }
   });
 });

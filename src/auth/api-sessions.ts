@@ -83,8 +83,16 @@ export class ApiSessions implements Cache {
   }
 
   expiresAt(s: ApiSession): number {
-    const idle = s.lastActivityAt + this.timeout;
-    const held = this.holds.get(s.id);
+    return this.expiryOf(s.id, s.lastActivityAt);
+  }
+
+  /**
+   * When the session `id`, last active at `lastActivityAt`, expires: its idle timeout, or later while
+   * something holds it. What every answer about a session says, so it ends when they say it does.
+   */
+  expiryOf(id: string, lastActivityAt: number): number {
+    const idle = lastActivityAt + this.timeout;
+    const held = this.holds.get(id);
     // Stryker: undefined > idle is false too, and when held equals idle either answer is the same.
     return held !== undefined && held > idle ? held : idle;
   }

@@ -85,8 +85,9 @@ export async function certExtensionFlagsOf(ex: Executor, authenticatorId: string
   return (await certExtensionFlags(ex, [authenticatorId])).get(authenticatorId ?? '') ?? NOT_FLAGGED;
 }
 
-function expiry(sessions: ApiSessions, lastActivityAt: number, now: number) {
-  const expiresAt = lastActivityAt + sessions.timeout;
+function expiry(sessions: ApiSessions, id: string, lastActivityAt: number, now: number) {
+  // Held past its idle timeout (an OIDC session lives as long as its refresh grant) it ends later.
+  const expiresAt = sessions.expiryOf(id, lastActivityAt);
   return {
     cachedLastActivityAt: iso(lastActivityAt),
     expiresAt: iso(expiresAt),
@@ -123,7 +124,7 @@ export function sessionAnswer(
     ...flags,
     improperClientCertChain: s.improperClientCertChain,
     authQueries: authQueries(s, isTotpEnrolled),
-    ...expiry(sessions, s.lastActivityAt, now),
+    ...expiry(sessions, s.id, s.lastActivityAt, now),
   };
 }
 
@@ -159,7 +160,7 @@ export function apiSessionBehaviour(sessions: ApiSessions, now: () => number): R
       const cached = sessions.cached(e.id);
       const last = sessions.lastActivityOf(e.id, Date.parse(e.lastActivityAt));
       Object.assign(answers[i]!, {
-        ...expiry(sessions, last, now()),
+        ...expiry(sessions, e.id, last, now()),
         authQueries: authQueries(
           { isMfaRequired: e.isMfaRequired === true, isMfaComplete: cached?.isMfaComplete ?? e.isMfaComplete === true },
           enrolled.has(e.identityId),
