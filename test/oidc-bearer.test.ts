@@ -15,8 +15,11 @@ import {
   json,
   MGMT,
   startTestController,
+  tempDir,
   type TestController,
 } from './helpers.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { bearer, decodeJwt, oidcLogin, type Tokens } from './oidc-helpers.js';
 
 const BEARER_INVALID = 'Bearer realm="overlay-oidc" error="invalid" error_description="token is invalid"';
@@ -203,5 +206,62 @@ describe('ending access takes effect on the next request', () => {
     const { id, tokens } = await loggedIn();
     expect((await call(t, 'DELETE', `${MGMT}/identities/${id}`, { token: admin })).statusCode).toBe(200);
     await expectRefused(tokens.access_token);
+  });
+});
+
+describe('an access token without a refresh grant', () => {
+  const BEARER_EXPIRED = 'Bearer realm="overlay-oidc" error="expired" error_description="token expired"';
+
+  it('works until its exp however short the session timeout, idle or not, then is expired', async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir.path, 'overlay.yml');
+      writeFileSync(file, 'edge:\n  api:\n    sessionTimeout: 1m\n');
+      const own = await startTestController({ env: { ...ADMIN_ENV, OVERLAY_CONFIG: file } });
+      try {
+        const a = await asAdmin(own);
+        await createIdentityWithPassword(own, a, { name: 'idle', username: 'idle-user', password: 'idle-user-pw' });
+        const tokens = await oidcLogin(own, 'idle-user', 'idle-user-pw', { scope: 'openid' });
+        const { exp, ov_asid: asid } = decodeJwt(tokens.access_token).payload;
+        const at = (path: string) => call(own, 'GET', `${CLIENT}${path}`, { headers: bearer(tokens.access_token) });
+        // Idle for 10 session timeouts, still before exp: the expiry the answers gave holds.
+        own.clock.advance(10 * 60_000);
+        const res = await at('/current-api-session');
+        expect(res.statusCode, res.body).toBe(200);
+        expect(res.headers['expires-at']).toBe(new Date(exp * 1000).toISOString());
+        expect(json(res).data.expiresAt).toBe(new Date(exp * 1000).toISOString());
+        await own.app.core.sessions.sweep();
+        own.clock.set(exp * 1000 - 1);
+        expect((await at('/current-identity')).statusCode).toBe(200);
+        // Past exp (and the clock skew): expired.
+        own.clock.set(exp * 1000 + 5_000);
+        const expired = await at('/current-identity');
+        expect(expired.statusCode).toBe(401);
+        expect(expired.headers['www-authenticate']).toBe(BEARER_EXPIRED);
+        // Idle past its timeout after that, the sweep removes the session.
+        own.clock.advance(60_000);
+        await own.app.core.sessions.sweep();
+        expect((await call(own, 'GET', `${MGMT}/api-sessions/${asid}`, { token: await asAdmin(own) })).statusCode).toBe(404);
+      } finally {
+        await own.close();
+      }
+    } finally {
+      dir.remove();
+    }
+  });
+
+  it('is expired, not invalid, in the moments after exp while the clock skew would still take it', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'skew', username: 'skew-user', password: 'skew-user-pw' });
+    const tokens = await oidcLogin(t, 'skew-user', 'skew-user-pw', { scope: 'openid' });
+    const { exp } = decodeJwt(tokens.access_token).payload;
+    const now = t.clock();
+    t.clock.set(exp * 1000 + 2_000);
+    try {
+      const res = await get(CLIENT, '/current-identity', tokens.access_token);
+      expect(res.statusCode).toBe(401);
+      expect(res.headers['www-authenticate']).toBe(BEARER_EXPIRED);
+    } finally {
+      t.clock.set(now);
+    }
   });
 });

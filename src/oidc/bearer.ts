@@ -92,7 +92,10 @@ export class BearerVerifier implements Cache {
     if (claims.exp <= now - CLOCK_SKEW_S) throw new BearerError('expired', 'the token has expired');
     if (this.revocations.isRevoked('JTI', claims.jti)) throw new BearerError('invalid', 'the token has been revoked');
     const session = await this.session(claims.ov_asid);
-    if (!session || session.identityId !== claims.sub || this.clock() >= this.sessions.expiresAt(session)) {
+    if (!session || session.identityId !== claims.sub) throw new BearerError('invalid', 'the API session of the token has ended');
+    if (this.clock() >= this.sessions.expiresAt(session)) {
+      // A session that lapsed with its token (inside the clock skew): the token expired.
+      if (claims.exp <= now) throw new BearerError('expired', 'the token has expired');
       throw new BearerError('invalid', 'the API session of the token has ended');
     }
     // By the login the token is of, in milliseconds: its `iat` has whole seconds, and a login made

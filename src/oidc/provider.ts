@@ -266,6 +266,9 @@ export class OidcProvider {
       // Stryker: a nonce given as undefined is left out by the token issuer too.
       ...(request.nonce !== undefined ? { nonce: request.nonce } : {}),
     });
+    // Without a grant the session lives at least as long as the access token: its expiry is what
+    // the answers promised (expires_in, expires-at), however short the session timeout.
+    if (refreshToken === undefined) this.deps.sessions.hold(session.id, tokens.accessExpiresAt);
     return answer(tokens, scopes, refreshToken);
   }
 
