@@ -296,6 +296,24 @@ describe('an identity with a confirmed enrollment (default policy)', () => {
     expectApiError(await send('POST', '/oidc/login/totp', { id: again.id, code }), 400, 'MFA_INVALID_TOKEN');
   });
 
+  it('dates the MFA pass of its API session when the code was given, not when the code is exchanged', async () => {
+    const u = await person();
+    const { codeAt } = await enrolled(u);
+    t.clock.advance(30_000);
+    const flow = await begin();
+    await passwordLogin(flow, u);
+    const answer = await send('POST', '/oidc/login/totp', { id: flow.id, code: codeAt(t.clock()) });
+    const givenAt = t.clock();
+    // The client exchanges its code late in the code's minute: MFA posture checks time out from the code.
+    t.clock.advance(50_000);
+    const tokens = await finish(flow, answer);
+    const asid = decodeJwt(tokens.access_token).payload.ov_asid as string;
+    const session = await t.app.core.sessions.load(asid);
+    expect([session!.isMfaComplete, session!.mfaPassedAt]).toEqual([true, givenAt]);
+    const stored = await t.app.core.kernel.repo('api-sessions').get(t.app.core.store.db, asid);
+    expect(stored!.mfaPassedAt).toBe(new Date(givenAt).toISOString());
+  });
+
   it('the same code sent at once in two requests completes one of them', async () => {
     const u = await person();
     const { codeAt } = await enrolled(u);

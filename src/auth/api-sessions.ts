@@ -179,14 +179,16 @@ export class ApiSessions implements Cache {
     if (!known || known.at < session.lastActivityAt) this.activity.set(session.id, { at: session.lastActivityAt, identityId: session.identityId });
   }
 
-  /** The session's secondary factor was given now (again, when a posture check asks for it anew). */
-  async setMfaComplete(session: ApiSession): Promise<void> {
-    await this.kernel.write((ctx) => this.mfaCompleteIn(ctx, session));
+  /**
+   * The session's secondary factor was given at `at` (now, unless it was given before the session
+   * was made: an OIDC login's code), again when a posture check asks for it anew.
+   */
+  async setMfaComplete(session: ApiSession, at = this.clock()): Promise<void> {
+    await this.kernel.write((ctx) => this.mfaCompleteIn(ctx, session, at));
   }
 
   /** setMfaComplete inside a write of the caller's (the one taking the code), so both commit together. */
-  async mfaCompleteIn(ctx: WriteContext, session: ApiSession): Promise<void> {
-    const at = this.clock();
+  async mfaCompleteIn(ctx: WriteContext, session: ApiSession, at = this.clock()): Promise<void> {
     await ctx.update('api-sessions', session.id, { isMfaComplete: true, mfaPassedAt: iso(at), updatedAt: ctx.now }, session.identityId);
     ctx.afterCommit(() => {
       session.isMfaComplete = true;

@@ -158,6 +158,8 @@ export interface AuthRequest extends AuthorizationParams {
   /** Authentication methods satisfied so far (the tokens' `amr`). */
   amr: string[];
   authTime?: number;
+  /** When a TOTP code was given (ms): what the API session's MFA posture checks count from. */
+  totpAt?: number;
   /** Ids of the secondary factors still outstanding. */
   outstanding: string[];
 }
@@ -308,6 +310,7 @@ export class AuthRequests {
     request.status = this.move(request, 'factor-ok', outstanding.length > 0);
     request.outstanding = outstanding;
     if (!request.amr.includes(amr)) request.amr.push(amr);
+    if (amr === 'totp') request.totpAt = this.clock();
     this.charge(request);
     return request;
   }

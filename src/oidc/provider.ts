@@ -233,7 +233,7 @@ export class OidcProvider {
       improperClientCertChain: primary.improperClientCertChain,
     });
     record.apiSessionId = session.id;
-    if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session);
+    if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session, request.totpAt);
 
     const scopes = request.scopes;
     let refreshToken: string | undefined;
