@@ -160,3 +160,28 @@ describe('lastChangeAt after the same posture again, and per API session', () =>
     expect(Date.parse(await marker(second))).toBeGreaterThan(Date.parse(other));
   });
 });
+
+describe('lastChangeAt and checks that change with time alone', () => {
+  it('moves when an MFA timeout runs out and the list stops granting what it did', async () => {
+    const dana = await net.person('dana', ['mfa-timed']);
+    const check = await net.postureCheck('MFA', { timeoutSeconds: 60 });
+    const service = await net.service('svc-mfa-timed');
+    await net.servicePolicy('Dial', ['#mfa-timed'], [`@${service}`], [`@${check}`]);
+    const token = await net.login(dana);
+    const apiSessionId = ok(await client(t, 'GET', '/current-api-session', token)).id as string;
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    const passedAt = t.clock();
+    const passing = async () => ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing as boolean;
+    expect(await passing()).toBe(true);
+    const before = await marker(token);
+    t.clock.advance(30_000);
+    expect(await marker(token)).toBe(before);
+    t.clock.advance(31_000);
+    expect(await passing()).toBe(false);
+    // The list changed when the timeout ran out, though nothing was written.
+    const after = await marker(token);
+    expect(Date.parse(after)).toBeGreaterThan(Date.parse(before));
+    expect(Date.parse(after)).toBeLessThanOrEqual(t.clock());
+    expect(Date.parse(after)).toBeGreaterThanOrEqual(passedAt + 60_000);
+  });
+});

@@ -79,7 +79,7 @@ export class ClientReadModel {
       configTypes: this.configTypes,
       posture: this.posture,
     });
-    this.markers = caches.register(new ServiceUpdateMarkers(this.services, this.generations, this.posture, clock()));
+    this.markers = caches.register(new ServiceUpdateMarkers(this.services, this.generations, this.posture, clock(), clock));
     this.sessions = caches.register(new Sessions({
       store,
       clock,

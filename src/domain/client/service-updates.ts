@@ -2,7 +2,7 @@
 // caller's service list last changed, found by comparing a fingerprint of that list when a change
 // that may alter it has come.
 import { createHash } from 'node:crypto';
-import { iso } from '../../clock.js';
+import { iso, type Clock } from '../../clock.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
 import type { Caller } from './caller.js';
@@ -16,6 +16,8 @@ interface MarkerState {
   fingerprint: string;
   /** ms */
   at: number;
+  /** The list changes with time alone (an MFA check's timeout or a prompt's grace runs out). */
+  timed: boolean;
 }
 
 /**
@@ -27,8 +29,10 @@ interface MarkerState {
  * alter it: a change in VIEW_COLLECTIONS, of the caller's identity, of the API session's posture
  * data or MFA state. So an unrelated change (another identity's attributes, an edge router) never
  * moves it and costs nothing; a change elsewhere in the network costs one fingerprint per polling
- * API session, and moves only the markers of callers whose list it changed. Posture checks that
- * pass or fail with time alone (an MFA timeout) move it when it is next taken, not at that moment.
+ * API session, and moves only the markers of callers whose list it changed. A list with posture
+ * checks that pass or fail with time alone (an MFA timeout) is taken again at every call, and a
+ * change found then is dated then: nothing was written when it happened.
+ * The seconds an MFA check has left are a countdown, not a change, and are not in the fingerprint.
  *
  * The first answer of an API session is the latest of its start and of the changes since that may
  * have altered its list: it may tell of a change that altered nothing, never miss one.
@@ -47,6 +51,7 @@ export class ServiceUpdateMarkers implements Cache {
     private readonly posture: PostureStore,
     /** ms; no marker is older than this (the controller start): nothing before it is known. */
     private readonly since: number,
+    private readonly clock: Clock,
   ) {}
 
   onChange(c: Change): void {
@@ -63,17 +68,18 @@ export class ServiceUpdateMarkers implements Cache {
     const global = this.generations.global;
     const key = viewStamp(this.generations, this.posture, caller);
     const prev = this.state.get(caller.apiSessionId);
-    if (prev && prev.key === key) return iso(prev.at);
-    const fingerprint = await this.fingerprint(caller);
+    if (prev && prev.key === key && !prev.timed) return iso(prev.at);
+    const report = { timeDependent: false };
+    const fingerprint = await this.fingerprint(caller, report);
     let at: number;
     // An API session's first answer: what its list was before is not known, so a change since the
     // session began that may have altered the list counts (a client that listed its services, then
     // saw a change before it first asked, must not keep the old list).
     if (!prev) at = Math.max(caller.sessionCreatedAt, this.since, global.at, identity.at, posture.at, caller.mfaPassedAt ?? 0);
     else if (prev.fingerprint === fingerprint) at = prev.at;
-    else at = Math.max(prev.at + 1, global.at, identity.at, posture.at);
+    else at = Math.max(prev.at + 1, global.at, identity.at, posture.at, prev.timed ? this.clock() : 0);
     // A change that lands while the fingerprint is taken is seen at the next call (the key is older).
-    this.state.set(caller.apiSessionId, { key, fingerprint, at });
+    this.state.set(caller.apiSessionId, { key, fingerprint, at, timed: report.timeDependent });
     return iso(at);
   }
 
@@ -82,14 +88,14 @@ export class ServiceUpdateMarkers implements Cache {
    * each: a policy with many checks granting many services would otherwise be written out once per
    * service (10,000 checks for each of 100 services took seconds of the event loop).
    */
-  private async fingerprint(caller: Caller): Promise<string> {
+  private async fingerprint(caller: Caller, report: { timeDependent: boolean }): Promise<string> {
     const versions: string[] = [];
-    const { items } = await this.services.list(caller, { sort: [], offset: 0, limit: null }, 'all', undefined, { versions });
+    const { items } = await this.services.list(caller, { sort: [], offset: 0, limit: null }, 'all', undefined, { versions, report });
     const digests = new Map<unknown, string>();
     const digestOf = (entry: unknown): string => {
       let digest = digests.get(entry);
       if (digest === undefined) {
-        digest = createHash('sha256').update(JSON.stringify(entry)).digest('base64url');
+        digest = createHash('sha256').update(JSON.stringify(entry, (k, v: unknown) => (k === 'timeoutRemaining' ? undefined : v))).digest('base64url');
         digests.set(entry, digest);
       }
       return digest;
