@@ -86,6 +86,21 @@ describe('request log', () => {
     }
   });
 
+  it('a path that does not decode is refused naming the path, never its query, which may carry a token', async () => {
+    const { t, lines } = await controller();
+    try {
+      const res = await t.inject({ method: 'POST', url: `${CLIENT}/enroll/updb%ZZ?token=QuerySecret-4f2a&method=updb` });
+      expect(res.statusCode).toBe(400);
+      expect(json(res).error).toMatchObject({ code: 'COULD_NOT_VALIDATE', message: expect.stringContaining(`${CLIENT}/enroll/updb%ZZ`) });
+      expect(res.body).not.toContain('QuerySecret');
+      const mine = lines().filter((l) => l.requestId === json(res).error.requestId);
+      expect(mine[0]).toMatchObject({ code: 'COULD_NOT_VALIDATE', status: 400, msg: expect.stringContaining(`${CLIENT}/enroll/updb%ZZ`) });
+      expect(JSON.stringify(lines())).not.toContain('QuerySecret');
+    } finally {
+      await t.close();
+    }
+  });
+
   it('an unexpected failure is logged as an error with the same context, and answered without its details', async () => {
     const { t, lines } = await controller({}, {
       extraRoutes: (app) =>

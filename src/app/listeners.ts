@@ -8,7 +8,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
 import { installCors } from '../http/cors.js';
-import { handleError, handleNotFound } from '../http/errors.js';
+import { handleError, handleFrameworkError, handleNotFound } from '../http/errors.js';
 import { jsonBodyParser } from '../http/json-body.js';
 import { validatorCompiler } from '../http/validation.js';
 import { lazySerializers } from '../http/lazy-serializer.js';
@@ -69,7 +69,7 @@ export async function buildServer(
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors before routing (an undecodable path) get the same envelope as every other.
-    frameworkErrors: (err, request, reply) => handleError(err, request, reply),
+    frameworkErrors: handleFrameworkError,
   }) as unknown as FastifyInstance; // the HTTPS server and pino logger generics narrow nothing we use
   limits.install(app);
   // Before every other hook and API plugin: a preflight needs no credential and no OPTIONS route.

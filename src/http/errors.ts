@@ -114,6 +114,20 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   void reply.code(status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
 }
 
+/**
+ * Fastify's errors before routing (frameworkErrors). An undecodable path is named as Fastify names
+ * it, but without its query, which may carry a token (`/enroll/updb?token=`): the message is both
+ * answered and logged.
+ */
+export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code !== 'FST_ERR_BAD_URL') {
+    handleError(err, request, reply);
+    return;
+  }
+  const path = (request.raw.url ?? '').split('?')[0]!.slice(0, 200);
+  handleError(new ApiError('COULD_NOT_VALIDATE', `'${path}' is not a valid url component`), request, reply);
+}
+
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /** 405 with Allow when the path exists under other methods, else 404. */
