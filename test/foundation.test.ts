@@ -68,6 +68,10 @@ describe.each([CLIENT, MGMT])('informational endpoints of %s', (base) => {
     const yaml = await t.inject({ method: 'GET', url: `${base}/specs/${id}/spec`, headers: { accept: 'text/yaml' } });
     expect(yaml.headers['content-type']).toMatch(/^text\/yaml/);
     expect(yaml.body).toMatch(/^openapi: /m);
+    // Chosen by Accept: a cache must not answer one form to a client that asked for the other.
+    for (const res of [yaml, await t.inject({ method: 'GET', url: `${base}/specs/${id}/spec` })]) {
+      expect(res.headers.vary).toMatch(/\baccept\b/i);
+    }
   });
 
   it('GET /specs/{unknown} is 404 with the envelope', async () => {

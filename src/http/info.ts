@@ -161,6 +161,8 @@ export function registerInfoRoutes(
     (req, reply) => {
       if (req.params.id !== specId) throw notFound('spec', req.params.id);
       const accept = req.headers.accept ?? '';
+      // The form follows Accept, so a cache keeps one answer per Accept.
+      void reply.header('vary', 'accept');
       if (/yaml/i.test(accept)) return reply.type('text/yaml; charset=utf-8').send(app.swagger({ yaml: true }));
       return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()));
     },
