@@ -129,8 +129,18 @@ describe('errors', () => {
   it('a method a path does not take is 405 with Allow and the envelope', async () => {
     const res = await t.inject({ method: 'DELETE', url: `${CLIENT}/version` });
     expect(res.statusCode).toBe(405);
-    expect(res.headers.allow).toBe('GET');
+    expect(res.headers.allow).toBe('GET, HEAD');
     expect(json(res).error.code).toBe('METHOD_NOT_ALLOWED');
     expect(json(res).error.requestId).toBeTruthy();
+  });
+
+  it('Allow names HEAD wherever GET is served, as HEAD is answered there too', async () => {
+    const res = await t.inject({ method: 'DELETE', url: `${MGMT}/identities` });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD, POST');
+    expect((await t.inject({ method: 'HEAD', url: `${CLIENT}/version` })).statusCode).toBe(200);
+    const post = await t.inject({ method: 'GET', url: `${CLIENT}/authenticate` });
+    expect(post.statusCode).toBe(405);
+    expect(post.headers.allow).toBe('POST');
   });
 });

@@ -134,7 +134,10 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
   const path = request.url.split('?')[0] ?? '';
   const shown = path.slice(0, 200);
-  const allowed = METHODS.filter((method) => method !== request.method && request.server.findRoute({ method, url: path }));
+  const allowed = METHODS.filter((method) => method !== request.method && request.server.findRoute({ method, url: path })).flatMap(
+    // Every GET route answers HEAD as well.
+    (method) => (method === 'GET' ? ['GET', 'HEAD'] : [method]),
+  );
   if (allowed.length > 0) {
     handleError(
       new ApiError('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${shown}`, undefined, { allow: allowed.join(', ') }),
