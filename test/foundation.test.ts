@@ -143,4 +143,33 @@ describe('errors', () => {
     expect(post.statusCode).toBe(405);
     expect(post.headers.allow).toBe('POST');
   });
+
+  it.each(['gzip', 'deflate', 'br', 'x-gzip, identity'])(
+    'a body in the content coding %s is 415 UNSUPPORTED_MEDIA_TYPE with Accept-Encoding: identity, never read as JSON',
+    async (coding) => {
+      // Plain JSON under the label: taken as sent, it would have been read as if uncompressed.
+      const res = await t.inject({
+        method: 'POST',
+        url: `${CLIENT}/authenticate?method=password`,
+        headers: { 'content-type': 'application/json', 'content-encoding': coding },
+        payload: '{"username":"nobody","password":"nothing-at-all"}',
+      });
+      expect(res.statusCode).toBe(415);
+      expect(res.headers['accept-encoding']).toBe('identity');
+      expect(json(res).error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+      expect(json(res).meta).toEqual(META);
+    },
+  );
+
+  it('a body labelled with the identity coding, and a request with a coding but no body, are served', async () => {
+    const labelled = await t.inject({
+      method: 'POST',
+      url: `${CLIENT}/authenticate?method=password`,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'Identity' },
+      payload: '{"username":"nobody","password":"nothing-at-all"}',
+    });
+    expect(labelled.statusCode).toBe(401);
+    const bodiless = await t.inject({ method: 'GET', url: `${CLIENT}/version`, headers: { 'content-encoding': 'gzip' } });
+    expect(bodiless.statusCode).toBe(200);
+  });
 });

@@ -9,7 +9,7 @@ import { ApiError } from '../errors.js';
 import type { ListenerConfig, BindPoint } from '../config/index.js';
 import { installCors } from '../http/cors.js';
 import { handleError, handleFrameworkError, handleNotFound } from '../http/errors.js';
-import { jsonBodyParser } from '../http/json-body.js';
+import { jsonBodyParser, refuseContentCoding } from '../http/json-body.js';
 import { validatorCompiler } from '../http/validation.js';
 import { lazySerializers } from '../http/lazy-serializer.js';
 import { registerEdgeApi, type EdgeBinding } from '../http/edge-api.js';
@@ -90,6 +90,7 @@ export async function buildServer(
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       throw new ApiError('COULD_NOT_VALIDATE', 'an HTTP/1.1 request must have a Host header');
     }
+    refuseContentCoding(request);
     const length = Number(request.headers['content-length']);
     if (length > BODY_LIMIT) {
       throw new ApiError('REQUEST_ENTITY_TOO_LARGE', `the request body is larger than ${BODY_LIMIT} bytes`);

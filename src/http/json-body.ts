@@ -4,7 +4,7 @@
 // application/json` with nothing after it on every DELETE and on POSTs without a body (logout,
 // enable). A route that needs a body then fails its schema (400 naming `body`); one that does not
 // runs as if none was sent.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 
 export const JSON_TYPE = 'application/json';
@@ -34,4 +34,19 @@ export function jsonBodyParser(app: FastifyInstance): void {
 export function acceptText(scope: FastifyInstance): void {
   scope.removeContentTypeParser(TEXT_TYPE);
   scope.addContentTypeParser(TEXT_TYPE, { parseAs: 'string' }, (_request, body, done) => done(null, body));
+}
+
+/**
+ * Bodies are taken as sent: one in a content coding (gzip, deflate, br) would be read as if it were
+ * not, a compressed one failing as bad JSON and a mislabelled one passing. Refused instead with 415
+ * and the coding taken (RFC 9110 §8.4.1, §12.5.3), as no client of these APIs compresses its bodies.
+ */
+export function refuseContentCoding(request: FastifyRequest): void {
+  const coding = request.headers['content-encoding'];
+  if (coding === undefined || /^\s*identity\s*$/i.test(coding)) return;
+  const hasBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+  if (!hasBody) return;
+  throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `a request body in the content coding ${coding.slice(0, 50)} is not taken; send it uncompressed`, undefined, {
+    'accept-encoding': 'identity',
+  });
 }
