@@ -490,3 +490,16 @@ describe('an HTTP/1.1 request without Host', () => {
     old.destroy();
   });
 });
+
+describe('a request with more than one Host header', () => {
+  it('is refused with 400 and the envelope (RFC 9112 §3.2): which host it meant is ambiguous', async () => {
+    const { port } = await start(ANSWERS);
+    const client = new Client(port);
+    client.socket.write('GET /edge/client/v1/version HTTP/1.1\r\nHost: ctrl\r\nHost: other.example\r\n\r\n');
+    const [answer] = await client.waitAnswers(1);
+    expect(statusOf(answer!)).toBe(400);
+    expect(bodyOf(answer!).error).toMatchObject({ code: 'COULD_NOT_VALIDATE', message: 'a request must have one Host header' });
+    client.socket.write(GET_VERSION);
+    expect(statusOf((await client.waitAnswers(2))[1]!)).toBe(200);
+  });
+});

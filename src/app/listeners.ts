@@ -90,6 +90,10 @@ export async function buildServer(
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       throw new ApiError('COULD_NOT_VALIDATE', 'an HTTP/1.1 request must have a Host header');
     }
+    // Node keeps the first of several; a proxy may have routed by another (RFC 9112 §3.2: 400).
+    if (headerLines(request.raw.rawHeaders, 'host') > 1) {
+      throw new ApiError('COULD_NOT_VALIDATE', 'a request must have one Host header');
+    }
     refuseContentCoding(request);
     const length = Number(request.headers['content-length']);
     if (length > BODY_LIMIT) {
@@ -123,6 +127,13 @@ export async function buildServer(
   }
   options.extraRoutes?.(app);
   return app;
+}
+
+/** How many lines of the header `name` (lower case) a request has. */
+function headerLines(rawHeaders: readonly string[], name: string): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === name) count += 1;
+  return count;
 }
 
 /** host:port of a bind point's interface, split for listen(). */
