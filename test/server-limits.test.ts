@@ -503,3 +503,31 @@ describe('a request with more than one Host header', () => {
     expect(statusOf((await client.waitAnswers(2))[1]!)).toBe(200);
   });
 });
+
+describe('a request arriving while the controller stops', () => {
+  it('is answered 503 SERVICE_UNAVAILABLE with the envelope, Retry-After and Connection: close', async () => {
+    // A controller of its own, stopped here.
+    const options = '{ maxConnections: 999 }';
+    const { port } = await start(options);
+    const running = (await controllers.get(options))!;
+    controllers.delete(options);
+    const client = new Client(port);
+    // A request under way (its body not all sent) keeps the connection open while the controller stops.
+    client.socket.write(`POST ${MGMT}/authenticate?method=password HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{`);
+    await sleep(200);
+    const stopped = running.app.close();
+    await sleep(200);
+    client.socket.write(`}${GET_VERSION}`);
+    const [first, second] = await client.waitAnswers(2);
+    await stopped;
+    running.remove();
+    expect(statusOf(first!)).toBe(400); // finished: it was under way
+    expect(statusOf(second!)).toBe(503);
+    expect(headerOf(second!, 'retry-after')).toBe('5');
+    expect(headerOf(second!, 'connection')).toBe('close');
+    expect(headerOf(second!, 'access-control-allow-origin')).toBe('*');
+    const body = bodyOf(second!);
+    expect(body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', requestId: headerOf(second!, 'x-request-id') });
+    expect(body.meta).toMatchObject({ apiVersion: expect.any(String) });
+  });
+});

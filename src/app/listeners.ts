@@ -19,7 +19,7 @@ import { registerOidcApi } from '../http/oidc/index.js';
 import type { Core } from '../core/core.js';
 import { ConnectionLimits, serverTimeoutOptions } from './connection-limits.js';
 import { recordRequests } from '../http/request-log.js';
-import { registerProbes } from '../http/probes.js';
+import { PROBE_PATHS, READY_RETRY_AFTER, registerProbes } from '../http/probes.js';
 import { requestLogger } from '../core/logger.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -65,7 +65,8 @@ export async function buildServer(
     genReqId: () => randomUUID(),
     schemaController: lazySerializers(),
     bodyLimit: BODY_LIMIT,
-    return503OnClosing: true,
+    // Fastify's own answer while closing is a bare body without the envelope; the hook below answers.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors before routing (an undecodable path) get the same envelope as every other.
@@ -85,8 +86,23 @@ export async function buildServer(
     if (!(Number(request.headers['content-length']) > BODY_LIMIT)) response.writeContinue();
     app.server.emit('request', request, response);
   });
-  // An oversized body is refused from its declared length, before any other work on the request.
+  // From app.close() on, requests under way finish; a new one (on a connection that was busy then) is
+  // refused, the probes excepted: /ready then tells a load balancer why.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  // Requests refused from their head alone, before any other work on them: one arriving while the
+  // controller stops, a missing or doubled Host, a body in a content coding, and an oversized body
+  // (from its declared length).
   app.addHook('onRequest', async (request) => {
+    if (closing && !PROBE_PATHS.has(request.routeOptions.url ?? '')) {
+      throw new ApiError('SERVICE_UNAVAILABLE', 'the controller is shutting down', undefined, {
+        'retry-after': String(READY_RETRY_AFTER),
+        connection: 'close',
+      });
+    }
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       throw new ApiError('COULD_NOT_VALIDATE', 'an HTTP/1.1 request must have a Host header');
     }

@@ -7,6 +7,9 @@ import type { FastifyInstance } from 'fastify';
 /** Seconds a load balancer is asked to wait before asking /ready again. */
 export const READY_RETRY_AFTER = 5;
 
+/** The probes' paths: answered even while the controller stops. */
+export const PROBE_PATHS: ReadonlySet<string> = new Set(['/health', '/ready']);
+
 export interface ProbeOptions {
   /** Why the controller is not ready, or undefined. */
   notReady(): Promise<string | undefined>;
