@@ -512,15 +512,23 @@ describe('a request arriving while the controller stops', () => {
     const running = (await controllers.get(options))!;
     controllers.delete(options);
     const client = new Client(port);
+    const prober = new Client(port);
     // A request under way (its body not all sent) keeps the connection open while the controller stops.
-    client.socket.write(`POST ${MGMT}/authenticate?method=password HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{`);
+    const underWay = `POST ${MGMT}/authenticate?method=password HTTP/1.1\r\nHost: ctrl\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{`;
+    client.socket.write(underWay);
+    prober.socket.write(underWay);
     await sleep(200);
     const stopped = running.app.close();
     await sleep(200);
     client.socket.write(`}${GET_VERSION}`);
+    prober.socket.write('}GET /ready HTTP/1.1\r\nHost: ctrl\r\n\r\n');
     const [first, second] = await client.waitAnswers(2);
+    const [, ready] = await prober.waitAnswers(2);
     await stopped;
     running.remove();
+    // The probe answers as itself, saying why.
+    expect(statusOf(ready!)).toBe(503);
+    expect(bodyOf(ready!)).toEqual({ status: 'unavailable', reason: 'shutting down' });
     expect(statusOf(first!)).toBe(400); // finished: it was under way
     expect(statusOf(second!)).toBe(503);
     expect(headerOf(second!, 'retry-after')).toBe('5');
