@@ -468,6 +468,9 @@ describe('requests the HTTP parser refuses', () => {
     expect(statusOf(answer!)).toBe(status);
     expect(headerOf(answer!, 'connection')).toBe('close');
     expect(headerOf(answer!, 'content-type')).toMatch(/^application\/json/);
+    // A page on another origin may read it, as every other answer (README, CORS).
+    expect(headerOf(answer!, 'access-control-allow-origin')).toBe('*');
+    expect(headerOf(answer!, 'access-control-expose-headers')).toContain('www-authenticate');
     const body = bodyOf(answer!);
     expect(body.error).toMatchObject({ code });
     expect(body.error.requestId).toMatch(/^[0-9a-f-]{36}$/);

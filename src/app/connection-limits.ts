@@ -19,12 +19,18 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ListenerOptions } from '../config/index.js';
 import { ipv6Groups } from '../ipv6.js';
 import { ApiError, ERROR_STATUS, type ErrorCode } from '../errors.js';
+import { CORS_ANSWER_HEADERS } from '../http/cors.js';
 import { errorBody } from '../http/errors.js';
 
 /** Requests one connection may have received and not yet answered. */
 export const MAX_PIPELINED_REQUESTS = 16;
 /** How long a connection is kept, after its error answer, for the client to read it and close. */
 const LINGER_MS = 2_000;
+
+/** The CORS headers every answer carries, for the answers written here straight to the socket. */
+const CORS_LINES = Object.entries(CORS_ANSWER_HEADERS)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
 
 /** Node's own deadlines, for https.createServer. */
 export function serverTimeoutOptions(options: ListenerOptions): HttpsServerOptions {
@@ -155,6 +161,7 @@ export class ConnectionLimits {
         'Connection: close\r\n' +
         'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        CORS_LINES +
         `x-request-id: ${requestId}\r\n\r\n${body}`,
     );
     // The client reads the answer and closes; one that does not is cut off.

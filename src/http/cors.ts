@@ -41,7 +41,8 @@ const PREFLIGHT = {
   'access-control-max-age': String(CORS_MAX_AGE_SECONDS),
 };
 
-const ANSWER = {
+/** The CORS headers of every answer but a preflight's, also those written outside Fastify. */
+export const CORS_ANSWER_HEADERS: Readonly<Record<string, string>> = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(', '),
 };
@@ -65,6 +66,6 @@ export function installCors(app: FastifyInstance): void {
     return reply.code(204).headers(PREFLIGHT).send();
   });
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!isPreflight(request)) reply.headers(ANSWER);
+    if (!isPreflight(request)) reply.headers(CORS_ANSWER_HEADERS);
   });
 }
