@@ -118,7 +118,7 @@ describe('what is not empty', () => {
 
   it('a JSON body still guards against prototype poisoning', async () => {
     const res = await send('POST', `${MGMT}/identities`, net.admin, '{"name":"p","type":"User","isAdmin":false,"__proto__":{"isAdmin":true}}');
-    expectError(res, 400, 'COULD_NOT_PARSE_BODY');
+    expectError(res, 400, 'COULD_NOT_VALIDATE', 'body');
   });
 
   it('a POST without any content type and without a body is no body as well', async () => {

@@ -170,3 +170,25 @@ describe('a choice among fixed values', () => {
     expect(body.error.cause).toMatchObject({ reason: 'must be one of JTI, IDENTITY, API_SESSION', value: 'Foo' });
   });
 });
+
+describe('keys that could change the objects built from a body', () => {
+  // Refused, as Fastify's parser refuses them, but named as a field problem: the body is valid JSON.
+  it('a key named __proto__ is a 400 COULD_NOT_VALIDATE naming the object that holds it', async () => {
+    const res = await send('POST', `${MGMT}/services`, `{"name":"${unique('proto')}","tags":{"__proto__":"x"}}`);
+    expectError(res, 400, 'COULD_NOT_VALIDATE', 'tags');
+    expect(json(res).error.message).toMatch(/__proto__/);
+    expectError(await send('POST', `${MGMT}/services`, `{"__proto__":{"isAdmin":true},"name":"${unique('proto')}"}`), 400, 'COULD_NOT_VALIDATE', 'body');
+  });
+
+  it('a constructor key holding a prototype is refused the same way, at any depth; a plain constructor key is kept', async () => {
+    const text = `{"name":"${unique('ctor')}","type":"User","isAdmin":false,"appData":{"a":[{"constructor":{"prototype":{}}}]}}`;
+    const res = await send('POST', `${MGMT}/identities`, text);
+    expectError(res, 400, 'COULD_NOT_VALIDATE', 'appData.a[0]');
+    expect(json(res).error.message).toMatch(/constructor/);
+    expect((await send('POST', `${MGMT}/services`, `{"name":"${unique('ctor')}","tags":{"constructor":"x"}}`)).statusCode).toBe(201);
+  });
+
+  it('a body that is not JSON is still COULD_NOT_PARSE_BODY', async () => {
+    expectError(await send('POST', `${MGMT}/services`, '{"__proto__":'), 400, 'COULD_NOT_PARSE_BODY');
+  });
+});

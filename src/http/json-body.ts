@@ -6,6 +6,7 @@
 // runs as if none was sent.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { validationError } from './errors.js';
 
 export const JSON_TYPE = 'application/json';
 const TEXT_TYPE = 'text/plain';
@@ -26,8 +27,51 @@ export function jsonBodyParser(app: FastifyInstance): void {
       done(null, undefined);
       return;
     }
-    parse(request, body as string, done);
+    parse(request, body as string, (err, value) => {
+      // The parser refuses `__proto__` and `constructor.prototype` keys as it refuses bad JSON; a
+      // client is told which object held one instead.
+      const issue = err ? forbiddenKey(body as string) : undefined;
+      done(issue ? validationError([issue], 'body') : err, value);
+    });
   });
+}
+
+interface Frame {
+  value: unknown;
+  parent: Frame | undefined;
+  segment: string;
+}
+
+/**
+ * The first key of a JSON text that could change the objects built from it (`__proto__`, or
+ * `constructor` holding `prototype`), as a validation issue naming the object that holds it; undefined
+ * when there is none or the text is not JSON. Only called for a body the parser refused.
+ */
+function forbiddenKey(text: string): { keyword: string; instancePath: string; params: Record<string, unknown>; message: string } | undefined {
+  let top: unknown;
+  try {
+    top = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  // Iterative: a refused body may nest as deep as its size allows.
+  const stack: Frame[] = typeof top === 'object' && top !== null ? [{ value: top, parent: undefined, segment: '' }] : [];
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    const value = frame.value as Record<string, unknown>;
+    for (const key of Object.keys(value)) {
+      const child = value[key];
+      const isObject = typeof child === 'object' && child !== null;
+      if (key === '__proto__' || (key === 'constructor' && isObject && Object.hasOwn(child, 'prototype'))) {
+        const segments: string[] = [];
+        for (let f: Frame | undefined = frame; f?.parent; f = f.parent) segments.unshift(f.segment.replace(/~/g, '~0').replace(/\//g, '~1'));
+        const named = key === '__proto__' ? 'a key named __proto__' : 'a constructor key holding prototype';
+        return { keyword: 'forbiddenKey', instancePath: segments.map((s) => `/${s}`).join(''), params: {}, message: `has ${named}, which is refused` };
+      }
+      if (isObject) stack.push({ value: child, parent: frame, segment: key });
+    }
+  }
+  return undefined;
 }
 
 /** Lets the routes of `scope` take a text/plain body, as a string. */
