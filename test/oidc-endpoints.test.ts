@@ -304,6 +304,20 @@ describe('POST /oidc/token', () => {
     expect(json(res)).toMatchObject({ token_type: 'Bearer', expires_in: 1800, scope: 'openid offline_access' });
   });
 
+  // behaviour.md §1: 413 for every body over 1 MiB; the token endpoint says it as an OAuth error.
+  it('a body over 1 MiB is 413 with an OAuth invalid_request and Connection: close', async () => {
+    const res = await t.inject({
+      method: 'POST',
+      url: '/oidc/token',
+      payload: `grant_type=refresh_token&refresh_token=${'x'.repeat(1024 * 1024)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.statusCode).toBe(413);
+    expect(json(res)).toMatchObject({ error: 'invalid_request' });
+    expect(res.headers.connection).toBe('close');
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
   /** A code grant at `url` whose client is named by HTTP Basic `credentials` (id:secret), not in the body. */
   const withBasicClient = async (url: string, credentials: string) => {
     const { verifier, code } = await codeFor();

@@ -94,12 +94,18 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         // The token endpoint answers every client error as an OAuth error (a body it could not parse too).
         if (!oauth && request.routeOptions.config?.oauth === true) {
           const status = (err as { statusCode?: number }).statusCode ?? 500;
-          if (!(err instanceof ApiError) && status >= 400 && status < 500) oauth = new OAuthError('invalid_request', (err as Error).message);
-          if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') oauth = new OAuthError('invalid_request', err.message);
+          // A body too large keeps its 413 (behaviour.md §1), as on every other route.
+          const keep = (code: number) => (code === 413 ? 413 : 400);
+          if (!(err instanceof ApiError) && status >= 400 && status < 500) oauth = new OAuthError('invalid_request', (err as Error).message, keep(status));
+          if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') {
+            oauth = new OAuthError('invalid_request', err.message, keep(err.status));
+          }
         }
         if (!oauth) return handleError(err, request, reply, OIDC_STATUS);
         request.log.info({ ...requestContext(request), error: oauth.error, status: oauth.status }, oauth.description);
         if (oauth.headers) reply.headers(oauth.headers);
+        // The rest of a body too large is never read, so the connection can carry no further request.
+        if (oauth.status === 413) reply.header('connection', 'close');
         return reply.code(oauth.status).headers(NO_STORE).type(JSON_TYPE).send(oauth.body());
       });
 
