@@ -542,3 +542,25 @@ describe('a request arriving while the controller stops', () => {
     expect(body.meta).toMatchObject({ apiVersion: expect.any(String) });
   });
 });
+
+describe('a plain HTTP request on the TLS port', () => {
+  // http:// for https://: an empty reply left the user guessing.
+  it('is answered 400 with the envelope in plain HTTP, saying the port speaks HTTPS, and closed', async () => {
+    const { port } = await start(ANSWERS);
+    const socket: Socket = netConnect({ host: '127.0.0.1', port });
+    socket.on('error', () => undefined);
+    socket.setEncoding('latin1');
+    let received = '';
+    socket.on('data', (chunk: string) => (received += chunk));
+    const closed = new Promise<boolean>((resolve) => {
+      socket.once('close', () => resolve(true));
+      setTimeout(() => resolve(false), 5_000);
+    });
+    socket.write('GET /edge/client/v1/version HTTP/1.1\r\nHost: ctrl\r\n\r\n');
+    expect(await closed).toBe(true);
+    const [answer] = answers(received);
+    expect(statusOf(answer!)).toBe(400);
+    expect(headerOf(answer!, 'connection')).toBe('close');
+    expect(bodyOf(answer!).error).toMatchObject({ code: 'COULD_NOT_VALIDATE', message: expect.stringMatching(/HTTPS/) });
+  });
+});

@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as HttpsServer, ServerOptions as HttpsServerOptions } from 'node:https';
 import { isIPv4, isIPv6, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ListenerOptions } from '../config/index.js';
 import { ipv6Groups } from '../ipv6.js';
@@ -142,6 +143,14 @@ export class ConnectionLimits {
     server.on('checkExpectation', (request: IncomingMessage) =>
       this.answerAndClose(request.socket, 'EXPECTATION_FAILED', 'only the expectation 100-continue is supported'),
     );
+    // A plain HTTP request on this TLS port (http:// for https://) would get an empty reply; it is
+    // told, in plain HTTP on the connection under the failed handshake, as the established controller
+    // tells it. Node destroys the TLS socket itself after this event.
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, tlsSocket: TLSSocket) => {
+      if (err.code !== 'ERR_SSL_HTTP_REQUEST') return;
+      const raw = (tlsSocket as unknown as { _parent?: Socket })._parent;
+      if (raw) this.answerAndClose(raw, 'COULD_NOT_VALIDATE', 'this port speaks HTTPS only, and the request came in plain HTTP: use https://');
+    });
   }
 
   /** Writes the envelope of `code` straight to the socket with `Connection: close`, then closes it. */
