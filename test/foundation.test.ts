@@ -134,6 +134,12 @@ describe('errors', () => {
     expect(json(res).error.requestId).toBeTruthy();
   });
 
+  it('a query parameter sent twice is a 400 saying it must be given once, not that it must be a string', async () => {
+    const res = await t.inject({ method: 'POST', url: `${CLIENT}/authenticate?method=password&method=cert`, payload: {} });
+    expect(res.statusCode).toBe(400);
+    expect(json(res).error).toMatchObject({ code: 'COULD_NOT_VALIDATE', cause: { field: 'method', reason: 'must be given once' } });
+  });
+
   it('Allow names HEAD wherever GET is served, as HEAD is answered there too', async () => {
     const res = await t.inject({ method: 'DELETE', url: `${MGMT}/identities` });
     expect(res.statusCode).toBe(405);

@@ -50,7 +50,10 @@ export function validationError(issues: readonly ValidationIssue[], context: str
   if (!first) return new ApiError('COULD_NOT_VALIDATE', 'the request is invalid');
   const missing = first.keyword === 'required' ? String(first.params.missingProperty) : undefined;
   const field = fieldPath(first.instancePath, missing) || context || 'body';
-  const reason = missing !== undefined ? 'is required' : (oneOfConstants(issues, first) ?? first.message ?? 'is invalid');
+  // A query parameter sent more than once arrives as a list, which a single value's type refuses.
+  const repeated = context === 'querystring' && first.keyword === 'type' && Array.isArray(first.data) && /^\/[^/]+$/.test(first.instancePath);
+  const reason =
+    missing !== undefined ? 'is required' : repeated ? 'must be given once' : (oneOfConstants(issues, first) ?? first.message ?? 'is invalid');
   const cause: Record<string, unknown> = { field, reason };
   if (missing === undefined && !SECRET_FIELD.test(field)) {
     const value = echo(first.data);
