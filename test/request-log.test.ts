@@ -176,4 +176,21 @@ describe('request log', () => {
       await t.close();
     }
   });
+  // The query may carry a token (POST /enroll?method=ott&token=…); Fastify's message named the whole URL.
+  it.each([
+    ['a malformed percent-encoding', `${CLIENT}/enroll/%ff?method=ott&token=the-secret-token`],
+    ['a path segment over 500 characters', `${CLIENT}/sessions/${'a'.repeat(600)}?token=the-secret-token`],
+  ])('a path with %s is a 400 whose answer and log hold no query', async (_what, url) => {
+    const { t, lines } = await controller();
+    try {
+      const res = await t.inject({ method: 'GET', url });
+      expect(res.statusCode).toBe(400);
+      expect(json(res).error.code).toBe('COULD_NOT_VALIDATE');
+      expect(res.body).not.toContain('the-secret-token');
+      expect(JSON.stringify(lines())).not.toContain('the-secret-token');
+      expect(json(res).error.message).toContain(`${CLIENT}/`);
+    } finally {
+      await t.close();
+    }
+  });
 });

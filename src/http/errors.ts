@@ -117,26 +117,31 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   void reply.code(status).type('application/json; charset=utf-8').send(errorBody(apiError, request.id));
 }
 
-/**
- * Fastify's errors before routing (frameworkErrors). An undecodable path is named as Fastify names
- * it, but without its query, which may carry a token (`/enroll/updb?token=`): the message is both
- * answered and logged.
- */
-export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  if (err.code !== 'FST_ERR_BAD_URL') {
-    handleError(err, request, reply);
-    return;
-  }
-  const path = (request.raw.url ?? '').split('?')[0]!.slice(0, 200);
-  handleError(new ApiError('COULD_NOT_VALIDATE', `'${path}' is not a valid url component`), request, reply);
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** The path of a request as an answer names it: never its query, which may carry a token. */
+function shownPath(request: FastifyRequest): string {
+  return (request.url.split('?')[0] ?? '').slice(0, 200);
 }
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/**
+ * Errors Fastify meets before routing. A path it cannot route (a malformed percent-encoding, a
+ * segment over the router's bound) is named by its path alone: Fastify's own message quotes the
+ * whole URL, and the answer's message is logged.
+ */
+export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    const problem = 'a malformed percent-encoding, or a segment over 500 characters';
+    handleError(new ApiError('COULD_NOT_VALIDATE', `the path ${shownPath(request)} cannot be routed: ${problem}`), request, reply);
+    return;
+  }
+  handleError(err, request, reply);
+}
 
 /** 405 with Allow when the path exists under other methods, else 404. */
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): void {
   const path = request.url.split('?')[0] ?? '';
-  const shown = path.slice(0, 200);
+  const shown = shownPath(request);
   const allowed = METHODS.filter((method) => method !== request.method && request.server.findRoute({ method, url: path })).flatMap(
     // Every GET route answers HEAD as well.
     (method) => (method === 'GET' ? ['GET', 'HEAD'] : [method]),
