@@ -148,7 +148,16 @@ export async function changeOwnAuthenticator(
   const entity = await ownAuthenticator(resources, change.identityId, change.id);
   if (entity.method !== 'updb') throw fieldError('method', 'only username/password authenticators can be changed');
   await checkCurrentPassword(entity, change.currentPassword);
-  const authenticators = resources.get('authenticators');
-  if (change.mode === 'patch') await authenticators.patch(entity.id, change.fields, change.actor);
-  else await authenticators.update(entity.id, change.fields, change.actor);
+  await resources.write(async (ctx) => {
+    // The password checked is the one still stored: two changes given the same current password at
+    // once must not both pass (nor one that a reset or another change beat).
+    // (A rehash of the same password by a login meanwhile refuses it too; it may be given again.)
+    const authenticators = ctx.resources.get('authenticators');
+    const stored = await authenticators.repo.get(ctx.tx, entity.id);
+    if (stored && stored.passwordHash !== entity.passwordHash) {
+      throw new ApiError('INVALID_AUTH', 'the current password is not correct', { field: 'currentPassword', reason: 'is not correct' });
+    }
+    if (change.mode === 'patch') await authenticators.patchIn(ctx, entity.id, change.fields);
+    else await authenticators.updateIn(ctx, entity.id, change.fields);
+  }, change.actor);
 }

@@ -247,18 +247,21 @@ export class ResourceService<E extends Entity = Entity> {
 
   /** Full update: required fields present (the schema saw to it), absent optional ones reset. */
   async update(id: string, body: Record<string, unknown>, actor?: Actor): Promise<E> {
-    return this.write(actor, async (ctx) => {
-      const prev = await this.existing(ctx.tx, id, 'update', body);
-      const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now, tags: body.tags ?? {} };
-      for (const [name, f] of Object.entries(this.def.fields)) {
-        if (f.readOnly || f.createOnly) continue;
-        const given = body[name];
-        if (given !== undefined) next[name] = given;
-        else if (f.default !== undefined) next[name] = defaultOf(f.default);
-        else if (isNullableColumn(f)) next[name] = null;
-      }
-      return this.store_(ctx, normalise(this.def, next as Entity), prev);
-    });
+    return this.write(actor, (ctx) => this.updateIn(ctx, id, body));
+  }
+
+  /** A full update inside a write already under way (one that checks something first in it). */
+  async updateIn(ctx: WriteContext, id: string, body: Record<string, unknown>): Promise<E> {
+    const prev = await this.existing(ctx.tx, id, 'update', body);
+    const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now, tags: body.tags ?? {} };
+    for (const [name, f] of Object.entries(this.def.fields)) {
+      if (f.readOnly || f.createOnly) continue;
+      const given = body[name];
+      if (given !== undefined) next[name] = given;
+      else if (f.default !== undefined) next[name] = defaultOf(f.default);
+      else if (isNullableColumn(f)) next[name] = null;
+    }
+    return this.store_(ctx, normalise(this.def, next as Entity), prev);
   }
 
   /**
@@ -268,19 +271,22 @@ export class ResourceService<E extends Entity = Entity> {
    * Resetting such a field to its default instead would silently loosen what the record enforces.
    */
   async patch(id: string, body: Record<string, unknown>, actor?: Actor): Promise<E> {
-    return this.write(actor, async (ctx) => {
-      const prev = await this.existing(ctx.tx, id, 'update', body);
-      const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
-      if (body.tags !== undefined) next.tags = body.tags ?? {};
-      for (const [name, f] of Object.entries(this.def.fields)) {
-        const given = body[name];
-        if (f.readOnly || f.createOnly || given === undefined) continue;
-        if (given === null) {
-          if (this.readsNull(name, f)) next[name] = null;
-        } else next[name] = f.patchSchema ? merge(prev[name], given) : given;
-      }
-      return this.store_(ctx, normalise(this.def, next as Entity), prev);
-    });
+    return this.write(actor, (ctx) => this.patchIn(ctx, id, body));
+  }
+
+  /** A patch inside a write already under way (one that checks something first in it). */
+  async patchIn(ctx: WriteContext, id: string, body: Record<string, unknown>): Promise<E> {
+    const prev = await this.existing(ctx.tx, id, 'update', body);
+    const next: Record<string, unknown> = { ...prev, updatedAt: ctx.now };
+    if (body.tags !== undefined) next.tags = body.tags ?? {};
+    for (const [name, f] of Object.entries(this.def.fields)) {
+      const given = body[name];
+      if (f.readOnly || f.createOnly || given === undefined) continue;
+      if (given === null) {
+        if (this.readsNull(name, f)) next[name] = null;
+      } else next[name] = f.patchSchema ? merge(prev[name], given) : given;
+    }
+    return this.store_(ctx, normalise(this.def, next as Entity), prev);
   }
 
   /**
