@@ -4,11 +4,11 @@
 // and shows the write still refuses what the check would refuse now.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Core } from '../src/core/core.js';
-import { checkCurrentPassword } from '../src/auth/login.js';
+import { checkCurrentPassword, login, type LoginDeps } from '../src/auth/login.js';
 import { verifyPassword } from '../src/auth/passwords.js';
 import { changeOwnAuthenticator } from '../src/domain/authenticators.js';
 import type { EntityOf } from '../src/resources/index.js';
-import { ADMIN_ENV, asAdmin, createIdentityWithPassword, startTestController, testClock, type TestController } from './helpers.js';
+import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, json, MGMT, startTestController, testClock, type TestController } from './helpers.js';
 
 let t: TestController;
 let core: Core;
@@ -60,5 +60,91 @@ describe('an identity changing its own password', () => {
     // The password is the one the change that passed set.
     const winner = results[0]!.status === 'fulfilled' ? 'twice-new-a' : 'twice-new-b';
     expect((await verifyPassword((await authenticator(authenticatorId)).passwordHash, winner)).ok).toBe(true);
+  });
+});
+
+describe('a password login and a write that commits between its check and its session', () => {
+  /**
+   * Logs in as `username`, running `meanwhile` (as an admin) after every credential check has passed
+   * and before the session is written: the last thing the check does is ask whether the identity
+   * has a TOTP enrollment.
+   */
+  async function loginWith(username: string, password: string, meanwhile: () => Promise<void>) {
+    const deps: LoginDeps = {
+      ...core,
+      mfa: {
+        isEnrolled: async (identityId: string) => {
+          await meanwhile();
+          return core.mfa.isEnrolled(identityId);
+        },
+      },
+    };
+    return login(deps, { method: 'password', username, password, ipAddress: freshAddress(), configTypes: [] });
+  }
+
+  async function sessionsOf(identityId: string): Promise<number> {
+    const rows = await core.store.db.selectFrom('api_sessions').select('id').where('identity_id', '=', identityId).execute();
+    return rows.length;
+  }
+
+  async function admin200(method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown) {
+    const res = await call(t, method, `${MGMT}${path}`, { token: admin, ...(body !== undefined && { body }) });
+    expect(res.statusCode, res.body).toBe(200);
+  }
+
+  async function refused(attempt: Promise<unknown>) {
+    const err = (await attempt.then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { code?: string } | undefined;
+    expect(err?.code).toBe('INVALID_AUTH');
+  }
+
+  it('the authenticator deleted: no session', async () => {
+    const { id, authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'race-auth-del', username: 'race-auth-del', password: 'race-auth-del-1' });
+    await refused(loginWith('race-auth-del', 'race-auth-del-1', () => admin200('DELETE', `/authenticators/${authenticatorId}`)));
+    expect(await sessionsOf(id)).toBe(0);
+  });
+
+  it('the password reset: no session with the old one', async () => {
+    const { id, authenticatorId } = await createIdentityWithPassword(t, admin, { name: 'race-reset', username: 'race-reset', password: 'race-reset-old' });
+    await refused(loginWith('race-reset', 'race-reset-old', () => admin200('PATCH', `/authenticators/${authenticatorId}`, { password: 'race-reset-new' })));
+    expect(await sessionsOf(id)).toBe(0);
+  });
+
+  it('the identity disabled: no session, and none that comes back when it is enabled again', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'race-disable', username: 'race-disable', password: 'race-disable-1' });
+    await refused(loginWith('race-disable', 'race-disable-1', () => admin200('POST', `/identities/${id}/disable`, { durationMinutes: 0 })));
+    await admin200('POST', `/identities/${id}/enable`);
+    expect(await sessionsOf(id)).toBe(0);
+  });
+
+  it('the auth policy no longer allowing passwords: no session', async () => {
+    const policy = await call(t, 'POST', `${MGMT}/auth-policies`, {
+      token: admin,
+      body: {
+        name: 'race-policy',
+        primary: {
+          cert: { allowed: true, allowExpiredCerts: false },
+          extJwt: { allowed: false, allowedSigners: [] },
+          updb: { allowed: true, maxAttempts: 0, lockoutDurationMinutes: 0, minPasswordLength: 5, requireMixedCase: false, requireNumberChar: false, requireSpecialChar: false },
+        },
+        secondary: { requireTotp: false, requireExtJwtSigner: null },
+      },
+    });
+    expect(policy.statusCode, policy.body).toBe(201);
+    const policyId = json(policy).data.id as string;
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'race-policy', username: 'race-policy', password: 'race-policy-1', authPolicyId: policyId });
+    await refused(loginWith('race-policy', 'race-policy-1', () => admin200('PATCH', `/auth-policies/${policyId}`, { primary: { updb: { allowed: false } } })));
+    expect(await sessionsOf(id)).toBe(0);
+  });
+
+  it('nothing changed meanwhile: the session opens', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'race-none', username: 'race-none', password: 'race-none-1' });
+    const other = await createIdentityWithPassword(t, admin, { name: 'race-other', username: 'race-other', password: 'race-other-1' });
+    // A write of something else does not refuse it.
+    const result = await loginWith('race-none', 'race-none-1', () => admin200('PATCH', `/authenticators/${other.authenticatorId}`, { password: 'race-other-2' }));
+    expect(result.identity.id).toBe(id);
+    expect(await sessionsOf(id)).toBe(1);
   });
 });

@@ -109,8 +109,12 @@ export class ApiSessions implements Cache {
     this.holds.delete(id);
   }
 
-  /** Creates a session; answers it with the one-time visible token. */
-  async create(values: NewApiSession): Promise<{ session: ApiSession; token: string }> {
+  /**
+   * Creates a session; answers it with the one-time visible token. `guard` runs first in the write
+   * that stores it and throws to refuse: what the login checked before, read again where no other
+   * write can change it before the session exists.
+   */
+  async create(values: NewApiSession, guard?: (ctx: WriteContext) => Promise<void>): Promise<{ session: ApiSession; token: string }> {
     const now = this.clock();
     const token = newToken(now);
     const session: ApiSession = {
@@ -143,6 +147,7 @@ export class ApiSessions implements Cache {
       improperClientCertChain: session.improperClientCertChain,
     };
     await this.kernel.write(async (ctx) => {
+      await guard?.(ctx);
       await ctx.insert('api-sessions', row);
       ctx.afterCommit(() => this.remember(session));
     });

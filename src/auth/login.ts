@@ -9,11 +9,11 @@ import type { Logger } from 'pino';
 import { certificateNames, fingerprintOfCertificate } from '../pki/index.js';
 import { ApiError } from '../errors.js';
 import { iso, type Clock } from '../clock.js';
-import type { Kernel } from '../kernel/kernel.js';
+import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
 import type { EntityOf } from '../resources/index.js';
 import type { ApiSession, ApiSessions } from './api-sessions.js';
-import type { IdentityDirectory, IdentityState } from './identity-directory.js';
+import { isDisabledAt, type IdentityDirectory, type IdentityState } from './identity-directory.js';
 import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lockout.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { FailureThrottle } from './throttle.js';
@@ -228,6 +228,8 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Fou
     // Stryker: the password was right, so it is there; `?? ''` is for the type only.
     const passwordHash = await hashPassword(req.password ?? '');
     await core.kernel.write((ctx) => ctx.update('authenticators', authenticator.id, { passwordHash }, identity.id));
+    // What the session's write compares with the stored hash (stillValid).
+    return { identity, authenticator: { ...authenticator, passwordHash }, rules, improperClientCertChain: false };
   }
   return { identity, authenticator, rules, improperClientCertChain: false };
 }
@@ -353,11 +355,48 @@ async function usableIdentity(core: LoginDeps, identityId: string): Promise<Iden
   return identity;
 }
 
+/**
+ * What a primary check relied on, read again in the write that opens the session: a write that
+ * committed since the check (the identity disabled, locked or deleted; the authenticator deleted,
+ * its password or certificate changed; the auth policy changed; the signer deleted or disabled)
+ * refuses the login as the check would refuse it now. Without this, a login whose check ran just
+ * before such a write would open a session after it, one the disablement's sweep never ended.
+ */
+export async function stillValid(
+  kernel: Kernel,
+  ctx: WriteContext,
+  primary: Pick<PrimaryAuthentication, 'identity' | 'authenticator' | 'rules' | 'signer'>,
+): Promise<void> {
+  const refused = () => invalidAuth('the credentials, the identity or its auth policy changed during the login');
+  const identity = await usableIdentityIn(kernel, ctx, primary.identity.id);
+  if (!identity) throw refused();
+  const checked = primary.authenticator;
+  if (checked) {
+    const now = await kernel.repo('authenticators').get(ctx.tx, checked.id);
+    if (!now || now.passwordHash !== checked.passwordHash || now.fingerprint !== checked.fingerprint) throw refused();
+  }
+  const rules = await authPolicyRules(kernel.repo('auth-policies'), ctx.tx, identity.authPolicyId);
+  if (JSON.stringify(rules) !== JSON.stringify(primary.rules)) throw refused();
+  if (primary.signer) {
+    const signer = await kernel.repo('external-jwt-signers').get(ctx.tx, primary.signer.id);
+    if (signer?.enabled !== true) throw refused();
+  }
+}
+
+/** The identity as the write `ctx` sees it, when it exists and is not disabled; else undefined. */
+export async function usableIdentityIn(kernel: Kernel, ctx: WriteContext, id: string): Promise<EntityOf<'identities'> | undefined> {
+  const identity = await kernel.repo('identities').get(ctx.tx, id);
+  if (!identity) return undefined;
+  const disabledUntil = typeof identity.disabledUntil === 'string' ? Date.parse(identity.disabledUntil) : null;
+  return isDisabledAt({ disabled: identity.disabled === true, disabledUntil }, Date.parse(ctx.now)) ? undefined : identity;
+}
+
 async function openSession(
   core: LoginDeps,
   req: LoginRequest,
-  { identity, authenticator, rules, isTotpEnrolled, improperClientCertChain }: PrimaryAuthentication,
+  primary: PrimaryAuthentication,
 ): Promise<LoginResult> {
+  const { identity, authenticator, rules, isTotpEnrolled, improperClientCertChain } = primary;
   if (req.envInfo || req.sdkInfo) {
     const values = {
       ...(req.envInfo ? { envInfo: req.envInfo } : {}),
@@ -376,7 +415,7 @@ async function openSession(
     isMfaRequired: rules.secondary.requireTotp || isTotpEnrolled,
     isCertExtendable: req.method === 'cert' && authenticator?.isIssuedByNetwork === true,
     improperClientCertChain,
-  });
+  }, (ctx) => stillValid(core.kernel, ctx, primary));
   // An IDENTITY revocation that committed while the login ran names its session too (dated before
   // it): the sweep at the revocation missed it, so it ends here rather than lingering in the lists.
   if (core.revocations.isRevoked('IDENTITY', identity.id, session.createdAt)) {
