@@ -9,6 +9,7 @@ import { verifyPassword } from '../src/auth/passwords.js';
 import { changeOwnAuthenticator } from '../src/domain/authenticators.js';
 import type { EntityOf } from '../src/resources/index.js';
 import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, json, MGMT, startTestController, testClock, type TestController } from './helpers.js';
+import { pkce, postLogin, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 let t: TestController;
 let core: Core;
@@ -146,5 +147,34 @@ describe('a password login and a write that commits between its check and its se
     const result = await loginWith('race-none', 'race-none-1', () => admin200('PATCH', `/authenticators/${other.authenticatorId}`, { password: 'race-other-2' }));
     expect(result.identity.id).toBe(id);
     expect(await sessionsOf(id)).toBe(1);
+  });
+});
+
+describe('an OIDC code exchange and a disablement that commits between its check and its session', () => {
+  it('opens no session, and none comes back when the identity is enabled again', async () => {
+    const { id } = await createIdentityWithPassword(t, admin, { name: 'race-oidc', username: 'race-oidc', password: 'race-oidc-1' });
+    const { verifier, challenge } = pkce();
+    const { id: requestId } = await startAuthorization(t, { challenge });
+    const login = await postLogin(t, requestId, 'race-oidc', 'race-oidc-1');
+    expect(login.statusCode, login.body).toBe(302);
+    const code = new URL(String(login.headers.location)).searchParams.get('code')!;
+    // The exchange has checked the identity and reads its config types next: the disablement lands then.
+    const provider = core.oidc as unknown as { resolveConfigTypes(wanted: string[]): Promise<string[]> };
+    const resolve = provider.resolveConfigTypes.bind(provider);
+    provider.resolveConfigTypes = async (wanted) => {
+      const res = await call(t, 'POST', `${MGMT}/identities/${id}/disable`, { token: admin, body: { durationMinutes: 0 } });
+      expect(res.statusCode, res.body).toBe(200);
+      return resolve(wanted);
+    };
+    try {
+      const res = await postToken(t, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier });
+      expect([res.statusCode, json(res).error]).toEqual([400, 'invalid_grant']);
+    } finally {
+      provider.resolveConfigTypes = resolve;
+    }
+    const enabled = await call(t, 'POST', `${MGMT}/identities/${id}/enable`, { token: admin });
+    expect(enabled.statusCode, enabled.body).toBe(200);
+    const rows = await core.store.db.selectFrom('api_sessions').select('id').where('identity_id', '=', id).execute();
+    expect(rows).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@ import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { Mfa } from '../auth/mfa.js';
 import type { Revocations } from '../auth/revocations.js';
 import { constantTimeEqual, hashToken, newSecret } from '../auth/tokens.js';
+import { usableIdentityIn } from '../auth/login.js';
 import type { Kernel } from '../kernel/kernel.js';
 import { BearerVerifier } from './bearer.js';
 import { OAuthError } from './errors.js';
@@ -231,6 +232,10 @@ export class OidcProvider {
       isMfaRequired: request.amr.includes('totp'),
       isCertExtendable: primary.isCertExtendable,
       improperClientCertChain: primary.improperClientCertChain,
+    }, async (ctx) => {
+      // Read again where no write can come between: a disablement that committed since the check
+      // above would otherwise miss this session in its sweep, and it would work again once enabled.
+      if (!(await usableIdentityIn(this.deps.kernel, ctx, identity.id))) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
     });
     record.apiSessionId = session.id;
     if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session, request.totpAt);
