@@ -15,7 +15,7 @@ import {
   startTestController,
   type TestController,
 } from './helpers.js';
-import { form, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
+import { authorizeQuery, form, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 const HTML = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
 const FORM_HEADERS = { 'content-type': 'application/x-www-form-urlencoded', accept: HTML };
@@ -72,6 +72,42 @@ function wrongCodeAt(secret: string, at: number): string {
   const accepted = [-30_000, 0, 30_000].map((d) => codeAt(secret, at + d));
   return ['000000', '111111', '222222', '333333'].find((c) => !accepted.includes(c))!;
 }
+
+describe('the authorization request', () => {
+  it('refused without a redirect is a page for a browser, with the reason and nothing to submit', async () => {
+    for (const query of [authorizeQuery({ redirect_uri: 'https://elsewhere.example/cb' }), authorizeQuery({ code_challenge_method: 'plain' }), 'client_id=overlay']) {
+      const res = await t.inject({ method: 'GET', url: `/oidc/authorization?${query}`, headers: { accept: HTML } });
+      const body = expectPage(res, 400);
+      expect(body).toContain('<h1>This sign-in cannot start</h1>');
+      expect(body).toContain('Go back to the application');
+      expect(body).not.toContain('<form');
+      expect(body).not.toContain('elsewhere.example');
+      expect(res.headers['content-security-policy']).toContain("form-action 'none'");
+    }
+    const page = expectPage(await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery({ code_challenge_method: 'plain' })}`, headers: { accept: HTML } }), 400);
+    expect(alertOf(page)).toContain('code_challenge_method must be S256');
+  });
+
+  it('refused for too many pending requests shows when to try again, with Retry-After', async () => {
+    const remoteAddress = '10.8.8.8';
+    let res!: LightMyRequestResponse;
+    for (let i = 0; i <= 100; i++) res = await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery()}`, headers: { accept: HTML }, remoteAddress });
+    const body = expectPage(res, 429);
+    const retryAfter = Number(res.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(alertOf(body)).toMatch(/Try again in \d+ (seconds?|minutes)\.$/);
+    t.clock.advance(10 * 60_000 + 1000);
+  });
+
+  it('keeps its OAuth JSON errors for API clients', async () => {
+    const res = await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery({ code_challenge_method: 'plain' })}` });
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(json(res)).toMatchObject({ error: 'invalid_request' });
+    const anyType = await t.inject({ method: 'GET', url: '/oidc/authorization?client_id=overlay', headers: { accept: '*/*' } });
+    expect(json(anyType)).toMatchObject({ error: 'invalid_request' });
+  });
+});
 
 describe('the password page', () => {
   it('is answered to a browser, allowing posts here and to the client only', async () => {

@@ -26,6 +26,7 @@ import {
   enrollPage,
   messagePage,
   passwordPage,
+  refusedAuthorizationPage,
   renderLoginError,
   sendPage,
   totpPage,
@@ -46,6 +47,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Errors of this route are RFC 6749 objects rather than the API error envelope. */
     oauth?: boolean;
+    /** A person's browser is sent here: its OAuth errors are a page when the request prefers HTML. */
+    page?: boolean;
   }
 }
 
@@ -106,6 +109,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         if (oauth.headers) reply.headers(oauth.headers);
         // The rest of a body too large is never read, so the connection can carry no further request.
         if (oauth.status === 413) reply.header('connection', 'close');
+        if (request.routeOptions.config?.page === true && wantsHtml(request)) return sendPage(reply, refusedAuthorizationPage(oauth));
         return reply.code(oauth.status).headers(NO_STORE).type(JSON_TYPE).send(oauth.body());
       });
 
@@ -131,7 +135,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           .header('location', `${OIDC_PATH}/login/${LOGIN_PATHS[method]}?authRequestID=${encodeURIComponent(authRequest.id)}`)
           .send();
       };
-      for (const url of ['/authorization', '/authorize']) app.route({ method: ['GET', 'POST'], url, config: { oauth: true }, handler: authorization });
+      for (const url of ['/authorization', '/authorize']) app.route({ method: ['GET', 'POST'], url, config: { oauth: true, page: true }, handler: authorization });
 
       // ---- login ------------------------------------------------------------------------------
       /**

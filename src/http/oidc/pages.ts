@@ -9,6 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OIDC_STATUS, type ApiError } from '../../errors.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import type { AuthRequest } from '../../oidc/flow.js';
+import type { OAuthError } from '../../oidc/errors.js';
 import { toApiError } from '../errors.js';
 import { requestContext } from '../request-log.js';
 
@@ -286,6 +287,19 @@ export function expiredPage(): Page {
     'This sign-in has expired',
     'The sign-in request is unknown or has expired (a request lasts 10 minutes). Go back to the application and start signing in again.',
   );
+}
+
+/**
+ * The page for an authorization request refused without a redirect (an unknown client or redirect
+ * URI, a missing or plain PKCE challenge, too many pending requests): the application sent the person
+ * here, so only it can start again. The refusal's status and Retry-After are kept.
+ */
+export function refusedAuthorizationPage(err: OAuthError): Page {
+  const message =
+    err.error === 'temporarily_unavailable'
+      ? `Too many sign-ins are waiting from this address. ${tryAgainIn(err.headers?.['retry-after'])}`
+      : `The application asked to sign in in a way this server does not accept: ${err.description}. Go back to the application and try again; if this keeps happening, tell whoever runs the application.`;
+  return messagePage(err.status, 'This sign-in cannot start', message, err.headers);
 }
 
 // ---- errors -------------------------------------------------------------------------------------
