@@ -187,6 +187,9 @@ describe('TOTP in a browser login', () => {
     expect(page.match(/<li><code>[A-Z2-7]{6}<\/code><\/li>/g)).toHaveLength(20);
     const secret = /id="secret">([A-Z2-7 ]+)</.exec(page)![1]!;
     expect(secret.replace(/ /g, '')).toMatch(/^[A-Z2-7]{32}$/);
+    // Nothing takes the focus at first: it would scroll the QR code and the instructions out of view
+    // and make a screen reader start past them.
+    expect(page).not.toContain('autofocus');
 
     // Posting the password again shows the same enrollment, not a second one.
     const again = expectPage(await post('/oidc/login/password', { authRequestId: id, username: u.username, password: u.password }), 200);
@@ -195,6 +198,7 @@ describe('TOTP in a browser login', () => {
     const wrong = expectPage(await post('/oidc/login/totp/enroll/verify', { authRequestId: id, code: wrongCodeAt(secret, t.clock()) }), 400);
     expect(alertOf(wrong)).toBe('That code is not right. Check the code your app shows now and try again.');
     expect(/id="secret">([A-Z2-7 ]+)</.exec(wrong)![1]).toBe(secret);
+    expect(wrong).toMatch(/id="code"[^>]* autofocus aria-invalid="true" aria-describedby="error"/);
 
     const done = await post('/oidc/login/totp/enroll/verify', { authRequestId: id, code: codeAt(secret, t.clock()) });
     expect(done.statusCode, done.body).toBe(302);

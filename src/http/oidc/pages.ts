@@ -140,6 +140,11 @@ function retried(error: string | undefined): string {
   return error === undefined ? ' autofocus' : ' autofocus aria-invalid="true" aria-describedby="error"';
 }
 
+/** The same, for a field below content to read first: focused only to retry after an error. */
+function retriedAfterError(error: string | undefined): string {
+  return error === undefined ? '' : retried(error);
+}
+
 const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
 
 // ---- pages --------------------------------------------------------------------------------------
@@ -233,7 +238,8 @@ function secretOf(provisioningUrl: string): string {
 
 /**
  * Mid-login enrollment: the QR code, the key for typing by hand, the recovery codes, the verify form.
- * An error is shown beside the code field, which has the focus, so it is in view on a small screen.
+ * At first nothing has the focus, so the page opens at its top (the QR code and what to do with it).
+ * An error is shown beside the code field, which then has the focus, so it is in view on a small screen.
  */
 export function enrollPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>, view: EnrollmentView, opts: CodePageOptions = {}): Page {
   const codes = view.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('');
@@ -258,7 +264,7 @@ export function enrollPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>,
 ${alert(opts.error)}<form method="post" action="${PATHS.enrollVerify}">
 ${hidden('authRequestId', authRequest.id)}
 <label for="code">Code the app shows now</label>
-<input id="code" name="code" autocomplete="one-time-code" inputmode="numeric" pattern="[0-9]{6}" minlength="6" maxlength="6" required${retried(opts.error)}>
+<input id="code" name="code" autocomplete="one-time-code" inputmode="numeric" pattern="[0-9]{6}" minlength="6" maxlength="6" required${retriedAfterError(opts.error)}>
 <button type="submit">Verify and continue</button>
 </form>
 <form method="post" action="${PATHS.enrollCancel}">
