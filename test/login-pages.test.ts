@@ -216,6 +216,28 @@ describe('TOTP in a browser login', () => {
     expect(ok.statusCode, ok.body).toBe(302);
   });
 
+  it('shows a wrong recovery code on the recovery form: open, focused, tied to the error', async () => {
+    const u = await person({ totp: true });
+    const first = await startAuthorization(t);
+    const page = expectPage(await post('/oidc/login/password', { authRequestId: first.id, username: u.username, password: u.password }), 200);
+    const secret = /id="secret">([A-Z2-7 ]+)</.exec(page)![1]!;
+    expect((await post('/oidc/login/totp/enroll/verify', { authRequestId: first.id, code: codeAt(secret, t.clock()) })).statusCode).toBe(302);
+    t.clock.advance(30_000);
+    const { id } = await startAuthorization(t);
+    const totp = expectPage(await post('/oidc/login/password', { authRequestId: id, username: u.username, password: u.password }), 200);
+    const recoveryForm = /<details>[\s\S]*<\/details>/.exec(totp)![0];
+    const kind = /<input type="hidden" name="([^"]+)" value="recovery">/.exec(recoveryForm);
+    expect(kind, 'the recovery form says it sends a recovery code').not.toBeNull();
+
+    const bad = expectPage(await post('/oidc/login/totp', { id, code: 'AAAAAA', [kind![1]!]: 'recovery' }), 400);
+    expect(alertOf(bad)).toBe('That recovery code is not right, or it has been used already. Check it and try again.');
+    expect(bad).toContain('<details open>');
+    expect(bad).toMatch(/id="recovery-code"[^>]* autofocus aria-invalid="true" aria-describedby="error"/);
+    expect(bad).not.toMatch(/id="code"[^>]* autofocus/);
+    // The error is inside the open recovery form, not above the app code form.
+    expect(/<details open>[\s\S]*role="alert"[\s\S]*<\/details>/.test(bad)).toBe(true);
+  });
+
   it('answers JSON callers as the login endpoints do: queries while TOTP is outstanding, 400 for a wrong code', async () => {
     const u = await person({ totp: true });
     const { id } = await startAuthorization(t);

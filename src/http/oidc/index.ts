@@ -26,6 +26,7 @@ import {
   enrollPage,
   messagePage,
   passwordPage,
+  RECOVERY_KIND,
   refusedAuthorizationPage,
   renderLoginError,
   sendPage,
@@ -342,7 +343,8 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         loginStep(async (request, reply, ctx) => {
           const p = requestParams(request, apiBad);
           const authRequest = totpRequest(p, 'id');
-          ctx.retry = { step: 'totp', authRequest };
+          // The recovery form says so, for its error to be shown on it.
+          ctx.retry = { step: 'totp', authRequest, recovery: p.kind === RECOVERY_KIND };
           return nextStep(request, reply, ctx, await core.oidc.totp.login(authRequest, totpCode(p)));
         }),
       );

@@ -190,26 +190,37 @@ export interface CodePageOptions {
   headers?: Record<string, string>;
 }
 
+/** The value of the hidden field `kind` of the form that sends a recovery code in place of an app code. */
+export const RECOVERY_KIND = 'recovery';
+
+export interface TotpPageOptions extends CodePageOptions {
+  /** The error is of a recovery code: shown on the recovery form, opened, with its field focused. */
+  recovery?: boolean;
+}
+
 /** The TOTP step: a code from the authenticator app, or a recovery code instead. */
-export function totpPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>, opts: CodePageOptions = {}): Page {
+export function totpPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>, opts: TotpPageOptions = {}): Page {
+  const appError = opts.recovery === true ? undefined : opts.error;
+  const recoveryError = opts.recovery === true ? opts.error : undefined;
   return {
     status: opts.status ?? 200,
     title: 'Two-step verification',
     formAction: formActionSources(authRequest),
     ...(opts.headers ? { headers: opts.headers } : {}),
     body: `<h1>Two-step verification</h1>
-${alert(opts.error)}<form method="post" action="${PATHS.totp}">
+${alert(appError)}<form method="post" action="${PATHS.totp}">
 ${hidden('id', authRequest.id)}
 <label for="code">Code from your authenticator app</label>
-<input id="code" name="code" autocomplete="one-time-code" inputmode="numeric" pattern="[0-9]{6}" minlength="6" maxlength="6" required${retried(opts.error)}>
+<input id="code" name="code" autocomplete="one-time-code" inputmode="numeric" pattern="[0-9]{6}" minlength="6" maxlength="6" required${recoveryError === undefined ? retried(appError) : ''}>
 <button type="submit">Verify</button>
 </form>
-<details>
+<details${recoveryError === undefined ? '' : ' open'}>
 <summary>Use a recovery code instead</summary>
-<form method="post" action="${PATHS.totp}">
+${alert(recoveryError)}<form method="post" action="${PATHS.totp}">
 ${hidden('id', authRequest.id)}
+${hidden('kind', RECOVERY_KIND)}
 <label for="recovery-code">Recovery code</label>
-<input id="recovery-code" name="code" autocomplete="off" autocapitalize="characters" spellcheck="false" minlength="6" maxlength="32" required>
+<input id="recovery-code" name="code" autocomplete="off" autocapitalize="characters" spellcheck="false" minlength="6" maxlength="32" required${recoveryError === undefined ? '' : retried(recoveryError)}>
 <p class="note">Each recovery code works once.</p>
 <button type="submit">Use recovery code</button>
 </form>
@@ -313,7 +324,7 @@ export function refusedAuthorizationPage(err: OAuthError): Page {
 /** What a failed step offers to retry: the form of that step, or nothing. */
 export type Retry =
   | { step: 'password'; authRequest: AuthRequest; username?: string }
-  | { step: 'totp'; authRequest: AuthRequest }
+  | { step: 'totp'; authRequest: AuthRequest; recovery?: boolean }
   | { step: 'enroll'; authRequest: AuthRequest; view: EnrollmentView }
   | { step: 'none' };
 
@@ -325,19 +336,24 @@ export function tryAgainIn(retryAfter: string | undefined): string {
   return `Try again in ${Math.ceil(seconds / 60)} minutes.`;
 }
 
+const WRONG_CODE = 'That code is not right. Check the code your app shows now and try again.';
+const WRONG_RECOVERY_CODE = 'That recovery code is not right, or it has been used already. Check it and try again.';
+
 /** The words a person sees for an error of a login step. */
-function messageOf(err: ApiError, step: Retry['step']): string {
+function messageOf(err: ApiError, retry: Retry): string {
+  const step = retry.step;
+  const wrongCode = retry.step === 'totp' && retry.recovery === true ? WRONG_RECOVERY_CODE : WRONG_CODE;
   switch (err.code) {
     case 'INVALID_AUTH':
       return step === 'password' ? 'The username or password is not right. Check them and try again.' : 'The sign-in was refused. Check your credentials and try again.';
     case 'SERVER_TOO_MANY_REQUESTS':
       return `Too many attempts. ${tryAgainIn(err.headers?.['retry-after'])}`;
     case 'MFA_INVALID_TOKEN':
-      return 'That code is not right. Check the code your app shows now and try again.';
+      return wrongCode;
     default:
       // A field error of a code (the OIDC TOTP step answers 400 for a wrong code).
       if (step !== 'password' && err.status === 400 && (err.cause as { field?: string } | undefined)?.field === 'code') {
-        return 'That code is not right. Check the code your app shows now and try again.';
+        return wrongCode;
       }
       return `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`;
   }
@@ -358,12 +374,12 @@ export function renderLoginError(request: FastifyRequest, reply: FastifyReply, e
   if (apiError.code === 'NOT_FOUND') return sendPage(reply, expiredPage());
   // The status the OIDC routes answer it with (a wrong code is 400 there).
   const status = OIDC_STATUS[apiError.code] ?? apiError.status;
-  const opts = { error: messageOf(apiError, retry.step), status, ...(apiError.headers ? { headers: apiError.headers } : {}) };
+  const opts = { error: messageOf(apiError, retry), status, ...(apiError.headers ? { headers: apiError.headers } : {}) };
   switch (retry.step) {
     case 'password':
       return sendPage(reply, passwordPage(retry.authRequest, { ...opts, ...(retry.username !== undefined ? { username: retry.username } : {}) }));
     case 'totp':
-      return sendPage(reply, totpPage(retry.authRequest, opts));
+      return sendPage(reply, totpPage(retry.authRequest, { ...opts, recovery: retry.recovery === true }));
     case 'enroll':
       return sendPage(reply, enrollPage(retry.authRequest, retry.view, opts));
     case 'none':
