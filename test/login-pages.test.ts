@@ -150,6 +150,33 @@ describe('the password page', () => {
     expect(post404.headers['content-security-policy']).toContain("form-action 'none'");
   });
 
+  it('with a field left out shows the form again asking for it', async () => {
+    const u = await person();
+    const { id } = await startAuthorization(t);
+    const noPassword = expectPage(await post('/oidc/login/password', { authRequestId: id, username: u.username }), 400);
+    expect(alertOf(noPassword)).toBe('Enter your password.');
+    expect(noPassword).toContain(`value="${u.username}"`);
+    expect(noPassword).toMatch(/id="password"[^>]* autofocus aria-invalid="true"/);
+    const noUsername = expectPage(await post('/oidc/login/password', { authRequestId: id, password: 'x' }), 400);
+    expect(alertOf(noUsername)).toBe('Enter your username.');
+    expect(noUsername).toMatch(/id="username"[^>]* autofocus aria-invalid="true"/);
+    // The request is still there: the right credentials complete it.
+    expect((await post('/oidc/login/password', { authRequestId: id, username: u.username, password: u.password })).statusCode).toBe(302);
+  });
+
+  it('without a request id explains to start again from the application', async () => {
+    for (const res of [
+      await t.inject({ method: 'GET', url: '/oidc/login/password', headers: { accept: HTML } }),
+      await post('/oidc/login/password', { username: 'someone', password: 'x' }),
+      await post('/oidc/login/totp', { code: '123456' }),
+    ]) {
+      const body = expectPage(res, 400);
+      expect(body).toContain('Go back to the application and start signing in again.');
+      expect(body).not.toContain('authRequestId');
+      expect(body).not.toContain('<form');
+    }
+  });
+
   it('when throttled shows when to try again, with Retry-After', async () => {
     const { id } = await startAuthorization(t);
     let last!: LightMyRequestResponse;

@@ -56,7 +56,7 @@ declare module 'fastify' {
 /** What a login step knows so far: whether a browser asked, and which form a failure shows again. */
 interface StepContext {
   html: boolean;
-  retry: Retry | (() => Promise<Retry>);
+  retry: Retry | (() => Retry | Promise<Retry>);
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -174,6 +174,9 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
           return sendPage(reply, passwordPage(core.oidc.requests.get(id)));
         }
         if (method === 'password') {
+          // A field left out is asked for on the form again, while the request lasts.
+          const username = p.username;
+          ctx.retry = () => ({ step: 'password', authRequest: core.oidc.requests.get(id), ...(username !== undefined ? { username } : {}) });
           if (p.username === undefined) throw fieldError('username', 'is required');
           if (p.password === undefined) throw fieldError('password', 'is required');
         }

@@ -319,6 +319,14 @@ export function refusedAuthorizationPage(err: OAuthError): Page {
   return messagePage(err.status, 'This sign-in cannot start', message, err.headers);
 }
 
+/** The page for a login step without a request id (an address cut short): only the application can start anew. */
+export function noRequestPage(): Page {
+  return messagePage(400, 'This sign-in cannot continue', 'This address does not say which sign-in it belongs to. Go back to the application and start signing in again.');
+}
+
+/** The parameters that name the authorization request of a login step. */
+const REQUEST_ID_FIELDS = new Set(['authRequestId', 'authRequestID', 'id']);
+
 // ---- errors -------------------------------------------------------------------------------------
 
 /** What a failed step offers to retry: the form of that step, or nothing. */
@@ -350,13 +358,17 @@ function messageOf(err: ApiError, retry: Retry): string {
       return `Too many attempts. ${tryAgainIn(err.headers?.['retry-after'])}`;
     case 'MFA_INVALID_TOKEN':
       return wrongCode;
-    default:
-      // A field error of a code (the OIDC TOTP step answers 400 for a wrong code).
-      if (step !== 'password' && err.status === 400 && (err.cause as { field?: string } | undefined)?.field === 'code') {
-        return wrongCode;
-      }
-      return `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`;
+    case 'COULD_NOT_VALIDATE': {
+      const field = (err.cause as { field?: string } | undefined)?.field;
+      if (step === 'password' && (field === 'username' || field === 'password') && /required/.test(err.message)) return `Enter your ${field}.`;
+      break;
+    }
   }
+  // A field error of a code (the OIDC TOTP step answers 400 for a wrong code).
+  if (step !== 'password' && err.status === 400 && (err.cause as { field?: string } | undefined)?.field === 'code') {
+    return wrongCode;
+  }
+  return `${err.message.charAt(0).toUpperCase()}${err.message.slice(1)}.`;
 }
 
 /**
@@ -372,6 +384,8 @@ export function renderLoginError(request: FastifyRequest, reply: FastifyReply, e
   }
   request.log.info({ ...requestContext(request), code: apiError.code, status: apiError.status }, apiError.message);
   if (apiError.code === 'NOT_FOUND') return sendPage(reply, expiredPage());
+  const field = (apiError.cause as { field?: string } | undefined)?.field;
+  if (field !== undefined && REQUEST_ID_FIELDS.has(field)) return sendPage(reply, noRequestPage());
   // The status the OIDC routes answer it with (a wrong code is 400 there).
   const status = OIDC_STATUS[apiError.code] ?? apiError.status;
   const opts = { error: messageOf(apiError, retry), status, ...(apiError.headers ? { headers: apiError.headers } : {}) };
