@@ -123,6 +123,8 @@ describe('the password page', () => {
     const { id } = await startAuthorization(t);
     const wrong = expectPage(await post('/oidc/login/password', { authRequestId: id, username: u.username, password: 'wrong-password' }), 401);
     expect(alertOf(wrong)).toBe('The username or password is not right. Check them and try again.');
+    // The title, the first thing a screen reader reads of a new page, says there is an error.
+    expect(wrong).toContain('<title>Error: Sign in</title>');
     expect(wrong).toContain(`id="username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required value="${u.username}"`);
     expect(wrong).toMatch(/id="password"[^>]* autofocus aria-invalid="true"/);
     const right = await post('/oidc/login/password', { authRequestId: id, username: u.username, password: u.password });
@@ -226,6 +228,7 @@ describe('TOTP in a browser login', () => {
     expect(alertOf(wrong)).toBe('That code is not right. Check the code your app shows now and try again.');
     expect(/id="secret">([A-Z2-7 ]+)</.exec(wrong)![1]).toBe(secret);
     expect(wrong).toMatch(/id="code"[^>]* autofocus aria-invalid="true" aria-describedby="error"/);
+    expect(wrong).toContain('<title>Error: Set up two-step verification</title>');
 
     const done = await post('/oidc/login/totp/enroll/verify', { authRequestId: id, code: codeAt(secret, t.clock()) });
     expect(done.statusCode, done.body).toBe(302);
@@ -239,6 +242,8 @@ describe('TOTP in a browser login', () => {
     expect(totp).toContain(`<form method="post" action="/oidc/login/totp">\n<input type="hidden" name="id" value="${next.id}">`);
     const bad = expectPage(await post('/oidc/login/totp', { id: next.id, code: wrongCodeAt(secret, t.clock()) }), 400);
     expect(alertOf(bad)).toBe('That code is not right. Check the code your app shows now and try again.');
+    expect(bad).toContain('<title>Error: Two-step verification</title>');
+    expect(totp).toContain('<title>Two-step verification</title>');
     const ok = await post('/oidc/login/totp', { id: next.id, code: codeAt(secret, t.clock()) });
     expect(ok.statusCode, ok.body).toBe(302);
   });

@@ -145,6 +145,9 @@ function retriedAfterError(error: string | undefined): string {
   return error === undefined ? '' : retried(error);
 }
 
+/** A form page's title, saying first when the page shows an error (a screen reader reads it on arrival). */
+const titled = (title: string, error: string | undefined) => (error === undefined ? title : `Error: ${title}`);
+
 const hidden = (name: string, value: string) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
 
 // ---- pages --------------------------------------------------------------------------------------
@@ -169,7 +172,7 @@ export function passwordPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'
   const username = opts.username !== undefined ? ` value="${escapeHtml(opts.username)}"` : '';
   return {
     status: opts.status ?? 200,
-    title: 'Sign in',
+    title: titled('Sign in', opts.error),
     formAction: formActionSources(authRequest),
     ...(opts.headers ? { headers: opts.headers } : {}),
     body: `<h1>Sign in</h1>
@@ -204,7 +207,7 @@ export function totpPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>, o
   const recoveryError = opts.recovery === true ? opts.error : undefined;
   return {
     status: opts.status ?? 200,
-    title: 'Two-step verification',
+    title: titled('Two-step verification', opts.error),
     formAction: formActionSources(authRequest),
     ...(opts.headers ? { headers: opts.headers } : {}),
     body: `<h1>Two-step verification</h1>
@@ -256,7 +259,7 @@ export function enrollPage(authRequest: Pick<AuthRequest, 'id' | 'redirectUri'>,
   const codes = view.recoveryCodes.map((c) => `<li><code>${escapeHtml(c)}</code></li>`).join('');
   return {
     status: opts.status ?? 200,
-    title: 'Set up two-step verification',
+    title: titled('Set up two-step verification', opts.error),
     formAction: formActionSources(authRequest),
     ...(opts.headers ? { headers: opts.headers } : {}),
     body: `<h1>Set up two-step verification</h1>
