@@ -190,6 +190,27 @@ describe('a person signing in with a browser', () => {
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
     await shoot(page, '3-enroll');
 
+    // On a narrow screen (320 px, or 200% zoom of 640 px) nothing scrolls sideways, and the key for
+    // typing by hand wraps between its groups of four, never inside one.
+    await page.setViewportSize({ width: 320, height: 900 });
+    expect(await page.evaluate('document.documentElement.scrollWidth <= document.documentElement.clientWidth')).toBe(true);
+    const keyLines: string[] = await page.evaluate(`(() => {
+      const text = document.querySelector('#secret').firstChild;
+      const lines = new Map();
+      for (let i = 0; i < text.length; i++) {
+        const range = document.createRange();
+        range.setStart(text, i);
+        range.setEnd(text, i + 1);
+        const top = Math.round(range.getBoundingClientRect().top);
+        lines.set(top, (lines.get(top) ?? '') + text.data[i]);
+      }
+      return [...lines.values()].map((line) => line.trim());
+    })()`);
+    expect(keyLines.length).toBeGreaterThan(1);
+    for (const line of keyLines) expect(line).toMatch(/^[A-Z2-7]{4}( [A-Z2-7]{4})*$/);
+    await shoot(page, '3-enroll-narrow');
+    await page.setViewportSize({ width: 800, height: 900 });
+
     await page.getByLabel('Code the app shows now').fill(wrongCodeAt(secret, t.clock()));
     await submit(page, 'Verify and continue');
     expect(await page.getByRole('alert').textContent()).toBe('That code is not right. Check the code your app shows now and try again.');

@@ -53,7 +53,7 @@ const STYLE =
   'button{cursor:pointer}button.secondary{background:none;border:1px solid #767676}' +
   '.alert{border:2px solid #b00020;background:#fdecee;color:#5c0010;padding:.6rem .8rem;border-radius:4px}' +
   '.note{color:#444}code,.codes{font-family:ui-monospace,monospace}' +
-  '.codes{columns:2;padding-left:2rem;margin:.5rem 0}.secret{word-break:break-all;font-size:1.05rem}' +
+  '.codes{columns:2;padding-left:2rem;margin:.5rem 0}.secret{overflow-wrap:anywhere;font-size:1.05rem}' +
   'img.qr{display:block;margin:1rem auto;width:12rem;height:12rem;image-rendering:pixelated}' +
   'details{margin-top:1.5rem}summary{cursor:pointer}';
 
