@@ -86,6 +86,10 @@ describe('the authorization request', () => {
     }
     const page = expectPage(await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery({ code_challenge_method: 'plain' })}`, headers: { accept: HTML } }), 400);
     expect(alertOf(page)).toContain('code_challenge_method must be S256');
+    // A parameter's name is quoted in the reason: as text.
+    const named = expectPage(await t.inject({ method: 'GET', url: `/oidc/authorization?${authorizeQuery()}&%3Cimg%20src%3Dx%3E=1&%3Cimg%20src%3Dx%3E=2`, headers: { accept: HTML } }), 400);
+    expect(named).not.toContain('<img');
+    expect(alertOf(named)).toContain('&lt;img src=x&gt; must be given once');
   });
 
   it('refused for too many pending requests shows when to try again, with Retry-After', async () => {
