@@ -456,6 +456,18 @@ describe('throttling of failed logins', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('counts an IPv6 client by its /64, as the connection caps do', async () => {
+    // One subscriber usually holds a whole /64: counted by single address, its failures would never add up.
+    for (let i = 1; i <= 21; i++) {
+      const res = await authenticate(t, `nobody-v6-${i}`, 'wrong-password', { remoteAddress: `2001:db8:66:1::${i.toString(16)}` });
+      expectError(res, 401, 'INVALID_AUTH');
+    }
+    expectError(await authenticate(t, USER.username, USER.password, { remoteAddress: '2001:db8:66:1:ffff::1' }), 429, 'SERVER_TOO_MANY_REQUESTS');
+    // The next /64 is someone else.
+    expect((await authenticate(t, USER.username, USER.password, { remoteAddress: '2001:db8:66:2::1' })).statusCode).toBe(200);
+    t.clock.advance(10_000);
+  });
+
   it('does not count successful logins', async () => {
     const remoteAddress = '10.66.0.3';
     for (let i = 0; i < 30; i++) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LISTENER_OPTIONS } from '../config/index.js';
-import { AddressCounts, addressKey, serverTimeoutOptions } from './connection-limits.js';
+import { AddressCounts, serverTimeoutOptions } from './connection-limits.js';
+import { addressKey } from '../ipv6.js';
 
 describe('addressKey', () => {
   it.each([

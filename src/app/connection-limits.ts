@@ -14,11 +14,11 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as HttpsServer, ServerOptions as HttpsServerOptions } from 'node:https';
-import { isIPv4, isIPv6, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ListenerOptions } from '../config/index.js';
-import { ipv6Groups } from '../ipv6.js';
+import { addressKey } from '../ipv6.js';
 import { ApiError, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { CORS_ANSWER_HEADERS } from '../http/cors.js';
 import { errorBody } from '../http/errors.js';
@@ -293,15 +293,4 @@ function describeClientError(err: NodeJS.ErrnoException): { code: ErrorCode; mes
     default:
       return { code: 'COULD_NOT_VALIDATE', message: 'the request is not valid HTTP/1.1' };
   }
-}
-
-/** The address a connection counts against: IPv4 as is (also when IPv4-mapped), IPv6 by its /64. */
-export function addressKey(address: string | undefined): string {
-  if (address === undefined) return '';
-  const plain = address.split('%')[0]!; // no zone index
-  if (isIPv4(plain)) return plain;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(plain);
-  if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
-  if (!isIPv6(plain)) return plain;
-  return `${ipv6Groups(plain).slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }

@@ -8,6 +8,7 @@ import type { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import { certificateNames, fingerprintOfCertificate } from '../pki/index.js';
 import { ApiError } from '../errors.js';
+import { addressKey } from '../ipv6.js';
 import { iso, type Clock } from '../clock.js';
 import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
@@ -111,12 +112,12 @@ export async function login(core: LoginDeps, req: LoginRequest): Promise<LoginRe
 }
 
 /**
- * Checks primary credentials: throttled per client address and username (429 with Retry-After),
+ * Checks primary credentials: throttled per client address (an IPv6 /64) and username (429 with Retry-After),
  * failures counted; answers the identity, its authenticator and its policy rules, or throws
  * INVALID_AUTH.
  */
 export async function authenticatePrimary(core: LoginDeps, req: PrimaryCredentials): Promise<PrimaryAuthentication> {
-  const keys = [`ip:${req.ipAddress}`, ...(req.username ? [`user:${req.username}`] : [])];
+  const keys = [`ip:${addressKey(req.ipAddress)}`, ...(req.username ? [`user:${req.username}`] : [])];
   let found: Found;
   try {
     found = await throttled(core, keys, () =>
@@ -156,7 +157,7 @@ async function recordFailure(core: LoginDeps, req: PrimaryCredentials, reason: s
  * auth policy's lockout), so a stolen session cannot guess its way to the account's password.
  */
 export async function checkCurrentPassword(core: LoginDeps, authenticator: Authenticator, password: string, ipAddress: string): Promise<void> {
-  await throttled(core, [`ip:${ipAddress}`, `user:${String(authenticator.username)}`], async () => {
+  await throttled(core, [`ip:${addressKey(ipAddress)}`, `user:${String(authenticator.username)}`], async () => {
     const check = await verifyPassword(authenticator.passwordHash, password);
     if (!check.ok) {
       await countFailure(core, authenticator);
