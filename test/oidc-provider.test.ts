@@ -1,7 +1,8 @@
 // The OIDC provider's decisions called directly, on a controller with an injected clock: each refusal
 // of an authorization request, a code exchange, a refresh and an id_token_hint is told apart by its
-// description (so the test shows which check refused it); codes expire, are swept and bounded; a
-// code exchanged twice at once opens nothing; the issuers follow the configured bind points.
+// description (so the test shows which check refused it); codes expire, are swept and bounded (per
+// identity, and in total by count and estimated bytes); a code exchanged twice at once opens
+// nothing; the issuers follow the configured bind points.
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -77,11 +78,16 @@ function exchange(code: string, verifier: string, over: Record<string, string | 
 }
 
 /** The private code store, to see what the sweep keeps. */
-const codes = () => (p as unknown as { codes: Map<string, unknown> }).codes;
+const codes = () => (p as unknown as { codes: { size: number; bytes: number; heldBy(identityId: string): number } }).codes;
 
 /** A request that has reached Complete, as complete() takes it. */
-function completed(over: Partial<AuthRequest> = {}): AuthRequest {
-  return { ...p.authorize(query({ state: 'st-9' }), redirects, `10.31.${n % 250}.${++n % 250}`), status: 'complete', ...over };
+function completed(over: Partial<AuthRequest> = {}, q: Record<string, string> = { state: 'st-9' }): AuthRequest {
+  return { ...p.authorize(query(q), redirects, `10.31.${n % 250}.${++n % 250}`), status: 'complete', ...over };
+}
+
+/** A complete request of a login by `identityId`. */
+function completedBy(identityId: string, q?: Record<string, string>): AuthRequest {
+  return completed({ primary: { identityId, authenticatorId: null, method: 'password', ipAddress: '10.31.0.1' } as AuthRequest['primary'] }, q);
 }
 
 describe('authorization requests', () => {
@@ -131,48 +137,58 @@ describe('authorization codes', () => {
     expect(p.requests.heldBy('10.30.3.1')).toBe(0);
   });
 
-  it('expired ones are swept when a code is made, at most every 10 s', () => {
-    // Every earlier code has expired, and is swept by this one.
+  it('expired ones are dropped when a code is made', () => {
     t.clock.advance(60_000);
     p.complete(completed(), issuer);
     expect(codes().size).toBe(1);
     t.clock.advance(55_000);
     p.complete(completed(), issuer);
     expect(codes().size).toBe(2);
-    // The first code expires now, but the last sweep was 5 s ago, and 9.999 s later.
+    // The first code expires now, and goes as the next is made.
     t.clock.advance(5_000);
     p.complete(completed(), issuer);
-    t.clock.advance(4_999);
-    p.complete(completed(), issuer);
-    expect(codes().size).toBe(4);
-    t.clock.advance(1);
-    p.complete(completed(), issuer);
-    expect(codes().size).toBe(4);
+    expect(codes().size).toBe(2);
     t.clock.advance(60_000);
   });
 
-  it('are bounded: a full store is swept first, and refused only when its codes are live', () => {
+  it('one identity holds at most 1,000: its next is refused with 429 and Retry-After, another identity still gets one', async () => {
     t.clock.advance(60_000);
-    const request = completed();
+    const request = completedBy('flooder');
+    for (let i = 0; i < 1_000; i++) p.complete(request, issuer);
+    t.clock.advance(20_000);
+    const err = await refusal(() => p.complete(request, issuer));
+    expect([err.error, err.status, err.description, err.headers]).toEqual([
+      'temporarily_unavailable',
+      429,
+      'too many authorization codes of this identity are pending; exchange them, or try again later',
+      { 'retry-after': '40' },
+    ]);
+    expect(new URL(p.complete(completedBy('bystander'), issuer)).searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // Once its codes expire, the identity gets new ones.
+    t.clock.advance(40_000);
     p.complete(request, issuer);
-    expect(codes().size).toBe(1);
-    for (let i = 1; i < 49_999; i++) p.complete(request, issuer);
-    t.clock.advance(55_000);
-    p.complete(request, issuer);
-    expect(codes().size).toBe(50_000);
-    const full = () => p.complete(request, issuer);
-    expect(full).toThrow('too many authorization codes are pending');
-    expect((() => {
-      try {
-        full();
-      } catch (err) {
-        return [(err as OAuthError).error, (err as OAuthError).status];
-      }
-    })()).toEqual(['temporarily_unavailable', 503]);
-    // 5 s later all but the last have expired: though the last sweep is recent, the full store is swept.
-    t.clock.advance(5_000);
-    p.complete(request, issuer);
-    expect(codes().size).toBe(2);
+    expect(codes().heldBy('flooder')).toBe(1);
+    t.clock.advance(60_000);
+  });
+
+  it('are bounded in total by their estimated bytes: requests with every parameter at its bound cannot take more than 32 MiB', () => {
+    t.clock.advance(60_000);
+    const big = {
+      state: 's'.repeat(2048),
+      nonce: 'n'.repeat(512),
+      redirect_uri: `http://127.0.0.1:9/${'p'.repeat(2000)}`,
+      configTypes: Array.from({ length: 40 }, (_, i) => `${i}`.padEnd(100, 'c')).join(','),
+    };
+    const identities = ['big-1', 'big-2', 'big-3'];
+    const requests = identities.map((id) => completedBy(id, big));
+    for (let i = 0; i < 999; i++) for (const request of requests) p.complete(request, issuer);
+    expect(codes().bytes).toBeLessThanOrEqual(32 * 1024 * 1024);
+    expect(codes().size).toBeLessThan(3 * 999);
+    // The store made room at the expense of the identity holding the most, so each keeps a share.
+    for (const id of identities) expect(codes().heldBy(id)).toBeGreaterThan(100);
+    // A newcomer is not locked out.
+    p.complete(completedBy('newcomer', big), issuer);
+    expect(codes().heldBy('newcomer')).toBe(1);
     t.clock.advance(60_000);
   });
 });

@@ -193,7 +193,7 @@ const AMR: Record<PrimaryOutcome['method'], string> = { password: 'password', ce
 const REQUEST_BYTES = 640;
 const STRING_BYTES = 24;
 
-function sizeOf(r: AuthRequest): number {
+export function sizeOf(r: AuthRequest): number {
   const strings = [
     r.id,
     r.clientId,

@@ -15,11 +15,12 @@ import { usableIdentityIn } from '../auth/login.js';
 import type { Kernel } from '../kernel/kernel.js';
 import { BearerVerifier } from './bearer.js';
 import { OAuthError } from './errors.js';
-import { AuthRequests, splitList, type AuthorizationParams, type AuthRequest } from './flow.js';
+import { AuthRequests, sizeOf, splitList, type AuthorizationParams, type AuthRequest } from './flow.js';
 import { Grants, type Grant } from './grants.js';
 import { Issuers } from './issuer.js';
 import { parseCompact, verifySignature } from './jws.js';
 import { SigningKeys } from './keys.js';
+import { PendingRefused, PendingStore, type PendingLimits } from './pending.js';
 import { type RedirectPolicy, withQuery } from './redirects.js';
 import { TotpSteps } from './second-factor.js';
 import { CLIENT_ID, TokenIssuer, type IssuedTokens } from './tokens.js';
@@ -30,7 +31,14 @@ export { splitList } from './flow.js';
 /** Authorization codes live 60 seconds. */
 export const CODE_LIFETIME_MS = 60_000;
 export const SCOPES_SUPPORTED = ['openid', 'offline_access'] as const;
-const MAX_CODES = 50_000;
+/**
+ * Codes kept at once, charged to the identity that logged in: each keeps its authorization request
+ * (up to about 30 KB with every parameter at its bound) for its whole lifetime, used or not, since a
+ * second use must be recognised. Per identity: no person or device completes 1,000 logins a minute,
+ * and one identity cannot fill the store for everyone else. In total, by count and estimated bytes
+ * like the pending requests; when full, the identity holding the most gives way.
+ */
+export const CODE_LIMITS: Readonly<PendingLimits> = { perAddress: 1_000, total: 50_000, totalBytes: 32 * 1024 * 1024 };
 const SWEEP_EVERY_MS = 60_000;
 
 export interface ProviderDeps {
@@ -44,6 +52,8 @@ export interface ProviderDeps {
   revocations: Pick<Revocations, 'isRevoked'>;
   /** TOTP enrollments: the second factor of logins, enrollment while a request waits. */
   mfa: Pick<Mfa, 'authenticate' | 'start' | 'verify' | 'cancel'>;
+  /** Bounds of the authorization codes kept; CODE_LIMITS unless a test sets smaller ones. */
+  codeLimits?: Readonly<PendingLimits>;
 }
 
 interface CodeRecord {
@@ -72,9 +82,8 @@ export class OidcProvider {
   readonly bearer: BearerVerifier;
   /** TOTP steps of the login, and TOTP tokens. */
   readonly totp: TotpSteps;
-  private readonly codes = new Map<string, CodeRecord>();
+  private readonly codes: PendingStore<CodeRecord>;
   private timer: NodeJS.Timeout | undefined;
-  private lastCodeSweep = 0;
 
   private constructor(
     private readonly deps: ProviderDeps,
@@ -87,6 +96,7 @@ export class OidcProvider {
     this.tokens = new TokenIssuer(keys, clock, config.edge.oidc);
     this.bearer = new BearerVerifier(keys, issuers, clock, sessions, identities, revocations);
     this.totp = new TotpSteps({ requests: this.requests, mfa: deps.mfa, identities, sessions, tokens: this.tokens });
+    this.codes = new PendingStore(clock, deps.codeLimits ?? CODE_LIMITS);
   }
 
   /** Loads (or makes, at first start) the signing keys under `<dataDir>/oidc`. */
@@ -127,7 +137,7 @@ export class OidcProvider {
   /** Drops expired requests and codes and ended grants (their sessions then expire when idle). */
   async sweep(): Promise<void> {
     this.requests.sweep();
-    this.sweepCodes();
+    this.codes.sweep();
     for (const sessionId of await this.grants.sweep()) this.deps.sessions.release(sessionId);
   }
 
@@ -173,10 +183,20 @@ export class OidcProvider {
   complete(request: AuthRequest, issuer: string): string {
     if (request.status !== 'complete') throw new Error('the authorization request is not complete');
     this.requests.end(request);
-    if (this.clock() - this.lastCodeSweep >= 10_000 || this.codes.size >= MAX_CODES) this.sweepCodes();
-    if (this.codes.size >= MAX_CODES) throw new OAuthError('temporarily_unavailable', 'too many authorization codes are pending');
     const code = newSecret();
-    this.codes.set(hashToken(code), { request, expiresAt: this.clock() + CODE_LIFETIME_MS, used: false });
+    const expiresAt = this.clock() + CODE_LIFETIME_MS;
+    try {
+      // Stryker: a complete request always has its primary login; '' is for the type only.
+      this.codes.add(hashToken(code), request.primary?.identityId ?? '', { request, expiresAt, used: false }, sizeOf(request), expiresAt);
+    } catch (err) {
+      // Stryker: the store throws nothing else; a guard only.
+      if (!(err instanceof PendingRefused)) throw err;
+      const description =
+        err.reason === 'address'
+          ? 'too many authorization codes of this identity are pending; exchange them, or try again later'
+          : 'too many authorization codes are pending';
+      throw new OAuthError('temporarily_unavailable', description, err.reason === 'address' ? 429 : 503, { 'retry-after': String(err.retryAfterSeconds) });
+    }
     return withQuery(request.redirectUri, { code, state: request.state, iss: issuer });
   }
 
@@ -382,12 +402,6 @@ export class OidcProvider {
 
   private get clock(): Clock {
     return this.deps.clock;
-  }
-
-  private sweepCodes(): void {
-    const now = this.clock();
-    this.lastCodeSweep = now;
-    for (const [key, record] of this.codes) if (now >= record.expiresAt) this.codes.delete(key);
   }
 
   /** Config type names or ids → ids (`all`: every type); unknown ones are dropped. */
