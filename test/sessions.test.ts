@@ -416,3 +416,19 @@ describe('the session token expires with its API session', () => {
     expect(routerIdsOf(await routers(token, s.token))).toHaveLength(1);
   });
 });
+
+describe('memory', () => {
+  it('keeps no edge router list count of an identity once it is deleted', async () => {
+    const admin = await asAdmin(t);
+    const counts = (t.app.core.client as unknown as { sessions: { routerLists: { identities: Map<string, number> } } }).sessions.routerLists.identities;
+    const before = counts.size;
+    for (let i = 0; i < 5; i++) {
+      const made = await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: `churn-${i}`, type: 'User', isAdmin: false } });
+      expect(made.statusCode).toBe(201);
+      const id = json(made).data.id as string;
+      expect((await call(t, 'PATCH', `${MGMT}/identities/${id}`, { token: admin, body: { roleAttributes: ['churn'] } })).statusCode).toBe(200);
+      expect((await call(t, 'DELETE', `${MGMT}/identities/${id}`, { token: admin })).statusCode).toBe(200);
+    }
+    expect(counts.size).toBe(before);
+  });
+});

@@ -64,7 +64,10 @@ class RouterLists {
       this.global++;
       this.cache.clear();
     } else if (c.collection === 'identities') {
-      this.identities.set(c.id, (this.identities.get(c.id) ?? 0) + 1);
+      // A deleted identity's count would stay for good (ids are never reused, so nothing kept
+      // under its count is found again).
+      if (c.kind === 'delete') this.identities.delete(c.id);
+      else this.identities.set(c.id, (this.identities.get(c.id) ?? 0) + 1);
     }
   }
 
