@@ -3,6 +3,7 @@
 // that may alter it has come.
 import { createHash } from 'node:crypto';
 import { iso, type Clock } from '../../clock.js';
+import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
 import type { Caller } from './caller.js';
@@ -19,6 +20,12 @@ interface MarkerState {
   /** The list changes with time alone (an MFA check's timeout or a prompt's grace runs out). */
   timed: boolean;
 }
+
+/**
+ * Markers kept at most, as many as API sessions kept in memory: one identity may open API sessions
+ * without end (as in the established controller), and a marker per session asked would follow.
+ */
+export const MAX_MARKERS = 200_000;
 
 /**
  * `lastChangeAt` of `/current-api-session/service-updates`, per API session. It is the time of the
@@ -43,7 +50,13 @@ interface MarkerState {
  */
 export class ServiceUpdateMarkers implements Cache {
   readonly name = 'service-update-markers';
-  private readonly state = new Map<string, MarkerState>();
+  private readonly state: BoundedMap<string, MarkerState>;
+  /**
+   * When a marker last made room for another (ms). A session with no marker that began before then
+   * may have had one: its next answer is dated no earlier, so it may tell of a change that altered
+   * nothing, never miss one.
+   */
+  private droppedAt = 0;
 
   constructor(
     private readonly services: ClientServices,
@@ -52,7 +65,11 @@ export class ServiceUpdateMarkers implements Cache {
     /** ms; no marker is older than this (the controller start): nothing before it is known. */
     private readonly since: number,
     private readonly clock: Clock,
-  ) {}
+    /** Markers kept; the least recently asked for goes first. */
+    private readonly maxKept = MAX_MARKERS,
+  ) {
+    this.state = new BoundedMap({ maxEntries: maxKept });
+  }
 
   onChange(c: Change): void {
     if (c.collection === 'api-sessions' && c.kind === 'delete') this.state.delete(c.id);
@@ -75,10 +92,18 @@ export class ServiceUpdateMarkers implements Cache {
     // An API session's first answer: what its list was before is not known, so a change since the
     // session began that may have altered the list counts (a client that listed its services, then
     // saw a change before it first asked, must not keep the old list).
-    if (!prev) at = Math.max(caller.sessionCreatedAt, this.since, global.at, identity.at, posture.at, caller.mfaPassedAt ?? 0);
+    if (!prev) {
+      const mayHaveHadOne = caller.sessionCreatedAt < this.droppedAt ? this.droppedAt : 0;
+      at = Math.max(caller.sessionCreatedAt, this.since, global.at, identity.at, posture.at, caller.mfaPassedAt ?? 0, mayHaveHadOne);
+    }
     else if (prev.fingerprint === fingerprint) at = prev.at;
     else at = Math.max(prev.at + 1, global.at, identity.at, posture.at, prev.timed ? this.clock() : 0);
     // A change that lands while the fingerprint is taken is seen at the next call (the key is older).
+    if (!this.state.has(caller.apiSessionId) && this.state.size >= this.maxKept) {
+      // The least recently asked goes; its last answer may lie ahead of the clock (a change dated +1 ms).
+      const leaving = this.state.values().next().value;
+      this.droppedAt = Math.max(this.droppedAt, this.clock(), leaving?.at ?? 0);
+    }
     this.state.set(caller.apiSessionId, { key, fingerprint, at, timed: report.timeDependent });
     return iso(at);
   }
