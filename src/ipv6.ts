@@ -21,8 +21,9 @@ export function ipv6Groups(address: string): number[] {
 }
 
 /**
- * What a client address counts as wherever clients are limited by address: IPv4 as is (also when
- * IPv4-mapped), IPv6 by its /64, since one subscriber usually holds a whole /64.
+ * What a client address counts as wherever clients are limited by address (connections, failed
+ * logins, pending OIDC requests): IPv4 as is (also when IPv4-mapped), IPv6 by its /64, since one
+ * subscriber usually holds a whole /64; anything else as given, cut to 64 characters.
  */
 export function addressKey(address: string | undefined): string {
   if (address === undefined) return '';
@@ -30,6 +31,6 @@ export function addressKey(address: string | undefined): string {
   if (isIPv4(plain)) return plain;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(plain);
   if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
-  if (!isIPv6(plain)) return plain;
+  if (!isIPv6(plain)) return address.slice(0, 64);
   return `${ipv6Groups(plain).slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }

@@ -10,7 +10,8 @@ import type { Clock } from '../clock.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
 import { newSecret } from '../auth/tokens.js';
 import { OAuthError } from './errors.js';
-import { addressKey, PENDING_LIMITS, PendingRefused, PendingStore, type PendingLimits } from './pending.js';
+import { addressKey } from '../ipv6.js';
+import { PENDING_LIMITS, PendingRefused, PendingStore, type PendingLimits } from './pending.js';
 
 export type RequestState = 'started' | 'partial' | 'complete';
 

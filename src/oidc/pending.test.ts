@@ -2,7 +2,8 @@
 // bound per address, the totals (count and bytes) and who gives way at them, expiry, growth, and the
 // address a request is charged to.
 import { describe, expect, it } from 'vitest';
-import { addressKey, PendingRefused, PendingStore, PENDING_LIMITS, type PendingLimits } from './pending.js';
+import { addressKey } from '../ipv6.js';
+import { PendingRefused, PendingStore, PENDING_LIMITS, type PendingLimits } from './pending.js';
 import { AuthRequests, REQUEST_LIFETIME_MS } from './flow.js';
 import { OAuthError } from './errors.js';
 

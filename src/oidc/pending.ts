@@ -3,7 +3,6 @@
 // (count and estimated bytes) and in time. Reaching the total never locks out a newcomer: room is
 // made at the expense of the address holding the most, and that address's own new requests are the
 // ones refused.
-import { isIPv4, isIPv6 } from 'node:net';
 import type { Clock } from '../clock.js';
 
 export interface PendingLimits {
@@ -187,37 +186,4 @@ export class PendingStore<T> {
     if (!oldest) return 1;
     return Math.max(1, Math.ceil((oldest.expiresAt - this.clock()) / 1000));
   }
-}
-
-/**
- * The address a request is charged to: an IPv4 address (IPv4-mapped IPv6 included) as it is, an IPv6
- * address by its /64 prefix (one subscriber usually holds a whole /64, so single addresses would
- * cost an attacker nothing); anything else as given, cut to 64 characters.
- */
-export function addressKey(ip: string): string {
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
-  if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
-  // Stryker: an IPv4 address is not IPv6 either, so the last line would answer it unchanged too.
-  if (isIPv4(ip)) return ip;
-  const bare = ip.split('%')[0]!;
-  if (!isIPv6(bare)) return ip.slice(0, 64);
-  return `${ipv6Groups(bare).slice(0, 4).join(':')}::/64`;
-}
-
-/** The eight 16-bit groups of a valid IPv6 address, in short hexadecimal (an embedded IPv4 is two). */
-function ipv6Groups(address: string): string[] {
-  const part = (text: string): string[] =>
-    text === ''
-      ? []
-      : text.split(':').flatMap((g) => {
-          if (!g.includes('.')) return [g];
-          const [a, b, c, d] = g.split('.').map(Number) as [number, number, number, number];
-          return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
-        });
-  // Stryker: split always gives a first element; the default is for the type checker.
-  const [head = '', tail] = address.split('::');
-  const first = part(head);
-  const last = tail === undefined ? [] : part(tail);
-  const zeros = Array<string>(8 - first.length - last.length).fill('0');
-  return [...first, ...zeros, ...last].map((g) => parseInt(g, 16).toString(16));
 }
