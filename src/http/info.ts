@@ -146,6 +146,9 @@ export function registerInfoRoutes(
       return reply.type(JSON_TYPE).send(specOne);
     },
   );
+  // The document is fixed once the routes are: written out once (about 450 KB, milliseconds each time),
+  // not for every caller, who needs no credential to ask.
+  const specText: { json?: string; yaml?: string } = {};
   app.get(
     '/specs/:id/spec',
     {
@@ -163,8 +166,8 @@ export function registerInfoRoutes(
       const accept = req.headers.accept ?? '';
       // The form follows Accept, so a cache keeps one answer per Accept.
       void reply.header('vary', 'accept');
-      if (/yaml/i.test(accept)) return reply.type('text/yaml; charset=utf-8').send(app.swagger({ yaml: true }));
-      return reply.type(JSON_TYPE).send(JSON.stringify(app.swagger()));
+      if (/yaml/i.test(accept)) return reply.type('text/yaml; charset=utf-8').send((specText.yaml ??= app.swagger({ yaml: true })));
+      return reply.type(JSON_TYPE).send((specText.json ??= JSON.stringify(app.swagger())));
     },
   );
   app.get(
