@@ -12,6 +12,7 @@ import { addressKey } from '../ipv6.js';
 import { iso, type Clock } from '../clock.js';
 import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
+import { template, type Template } from '../store/template.js';
 import type { EntityOf } from '../resources/index.js';
 import type { ApiSession, ApiSessions } from './api-sessions.js';
 import { isDisabledAt, type IdentityDirectory, type IdentityState } from './identity-directory.js';
@@ -229,8 +230,6 @@ async function byPassword(core: LoginDeps, req: PrimaryCredentials): Promise<Fou
     // Stryker: the password was right, so it is there; `?? ''` is for the type only.
     const passwordHash = await hashPassword(req.password ?? '');
     await core.kernel.write((ctx) => ctx.update('authenticators', authenticator.id, { passwordHash }, identity.id));
-    // What the session's write compares with the stored hash (stillValid).
-    return { identity, authenticator: { ...authenticator, passwordHash }, rules, improperClientCertChain: false };
   }
   return { identity, authenticator, rules, improperClientCertChain: false };
 }
@@ -357,47 +356,40 @@ async function usableIdentity(core: LoginDeps, identityId: string): Promise<Iden
 }
 
 /**
- * What a primary check relied on, read again in the write that opens the session: a write that
- * committed since the check (the identity disabled, locked or deleted; the authenticator deleted,
- * its password or certificate changed; the auth policy changed; the signer deleted or disabled)
- * refuses the login as the check would refuse it now. Without this, a login whose check ran just
- * before such a write would open a session after it, one the disablement's sweep never ended.
+ * Whether the identity still exists and is not disabled, as the write `ctx` sees it. A login's check
+ * reads what has committed; the session is written later, and a disablement (an admin's, or a
+ * lockout) that commits in between ends the identity's sessions before this one exists: read again
+ * in the session's write, where no other write comes between, the login is refused as it would be
+ * now, and no session outlives the disablement (one would work again once the identity is enabled).
+ * Other changes a login relies on (its authenticator, auth policy or signer) end no session, so a
+ * login racing them is no different from one made just before, and they are not read again.
  */
-export async function stillValid(
-  kernel: Kernel,
-  ctx: WriteContext,
-  primary: Pick<PrimaryAuthentication, 'identity' | 'authenticator' | 'rules' | 'signer'>,
-): Promise<void> {
-  const refused = () => invalidAuth('the credentials, the identity or its auth policy changed during the login');
-  const identity = await usableIdentityIn(kernel, ctx, primary.identity.id);
-  if (!identity) throw refused();
-  const checked = primary.authenticator;
-  if (checked) {
-    const now = await kernel.repo('authenticators').get(ctx.tx, checked.id);
-    if (!now || now.passwordHash !== checked.passwordHash || now.fingerprint !== checked.fingerprint) throw refused();
-  }
-  const rules = await authPolicyRules(kernel.repo('auth-policies'), ctx.tx, identity.authPolicyId);
-  if (JSON.stringify(rules) !== JSON.stringify(primary.rules)) throw refused();
-  if (primary.signer) {
-    const signer = await kernel.repo('external-jwt-signers').get(ctx.tx, primary.signer.id);
-    if (signer?.enabled !== true) throw refused();
-  }
+export async function identityUsableIn(kernel: Kernel, ctx: WriteContext, id: string): Promise<boolean> {
+  const { dialect } = kernel.store;
+  const [row] = (await dialect.execute(ctx.tx, identityStateQuery(kernel)({ ':id': id }))).rows as { disabled: unknown; disabled_until: unknown }[];
+  if (!row) return false;
+  const disabledUntil = typeof row.disabled_until === 'string' ? Date.parse(row.disabled_until) : null;
+  return !isDisabledAt({ disabled: dialect.fromDb('boolean', row.disabled) === true, disabledUntil }, Date.parse(ctx.now));
 }
 
-/** The identity as the write `ctx` sees it, when it exists and is not disabled; else undefined. */
-export async function usableIdentityIn(kernel: Kernel, ctx: WriteContext, id: string): Promise<EntityOf<'identities'> | undefined> {
-  const identity = await kernel.repo('identities').get(ctx.tx, id);
-  if (!identity) return undefined;
-  const disabledUntil = typeof identity.disabledUntil === 'string' ? Date.parse(identity.disabledUntil) : null;
-  return isDisabledAt({ disabled: identity.disabled === true, disabledUntil }, Date.parse(ctx.now)) ? undefined : identity;
+/** What identityUsableIn reads, compiled once per store: it runs in the write of every login. */
+const identityStateQueries = new WeakMap<Kernel, Template>();
+
+function identityStateQuery(kernel: Kernel): Template {
+  let query = identityStateQueries.get(kernel);
+  if (!query) {
+    const compiled = kernel.store.db.selectFrom('identities').select(['disabled', 'disabled_until']).where('id', '=', ':id').compile();
+    query = template(compiled, [':id']);
+    identityStateQueries.set(kernel, query);
+  }
+  return query;
 }
 
 async function openSession(
   core: LoginDeps,
   req: LoginRequest,
-  primary: PrimaryAuthentication,
+  { identity, authenticator, rules, isTotpEnrolled, improperClientCertChain }: PrimaryAuthentication,
 ): Promise<LoginResult> {
-  const { identity, authenticator, rules, isTotpEnrolled, improperClientCertChain } = primary;
   if (req.envInfo || req.sdkInfo) {
     const values = {
       ...(req.envInfo ? { envInfo: req.envInfo } : {}),
@@ -416,7 +408,9 @@ async function openSession(
     isMfaRequired: rules.secondary.requireTotp || isTotpEnrolled,
     isCertExtendable: req.method === 'cert' && authenticator?.isIssuedByNetwork === true,
     improperClientCertChain,
-  }, (ctx) => stillValid(core.kernel, ctx, primary));
+  }, async (ctx) => {
+    if (!(await identityUsableIn(core.kernel, ctx, identity.id))) throw invalidAuth('the identity was disabled or deleted during the login');
+  });
   // An IDENTITY revocation that committed while the login ran names its session too (dated before
   // it): the sweep at the revocation missed it, so it ends here rather than lingering in the lists.
   if (core.revocations.isRevoked('IDENTITY', identity.id, session.createdAt)) {

@@ -11,7 +11,7 @@ import type { IdentityDirectory } from '../auth/identity-directory.js';
 import type { Mfa } from '../auth/mfa.js';
 import type { Revocations } from '../auth/revocations.js';
 import { constantTimeEqual, hashToken, newSecret } from '../auth/tokens.js';
-import { usableIdentityIn } from '../auth/login.js';
+import { identityUsableIn } from '../auth/login.js';
 import type { Kernel } from '../kernel/kernel.js';
 import { BearerVerifier } from './bearer.js';
 import { OAuthError } from './errors.js';
@@ -255,7 +255,7 @@ export class OidcProvider {
     }, async (ctx) => {
       // Read again where no write can come between: a disablement that committed since the check
       // above would otherwise miss this session in its sweep, and it would work again once enabled.
-      if (!(await usableIdentityIn(this.deps.kernel, ctx, identity.id))) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
+      if (!(await identityUsableIn(this.deps.kernel, ctx, identity.id))) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
     });
     record.apiSessionId = session.id;
     if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session, request.totpAt);
