@@ -322,3 +322,22 @@ describe('TOTP in a browser login', () => {
     expect(/id="secret">([A-Z2-7 ]+)</.exec(fresh)![1]).not.toBe(secret);
   });
 });
+
+describe('a login refused for too many authorization codes of its identity', () => {
+  it('is a page saying when to start again, with the status and Retry-After kept (not a failure)', async () => {
+    const { username, password } = await person();
+    const { id } = await startAuthorization(t, { challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' });
+    const identityId = (await t.app.core.store.db.selectFrom('identities').select('id').where('name', '=', username).executeTakeFirstOrThrow()).id;
+    // The identity already holds as many codes as it may (other logins of it, not yet exchanged).
+    const codes = (t.app.core.oidc as unknown as { codes: { add(key: string, owner: string, value: unknown, bytes: number, expiresAt: number): void } }).codes;
+    const expiresAt = t.clock() + 60_000;
+    for (let i = 0; i < 1_000; i++) codes.add(`held-${i}`, identityId, { expiresAt, used: false }, 1, expiresAt);
+    const refused = await post('/oidc/login/password', { authRequestId: id, username, password });
+    const page = expectPage(refused, 429);
+    expect(refused.headers['retry-after']).toBe('60');
+    expect(page).toContain('<title>This sign-in cannot finish</title>');
+    expect(page).toContain('Too many sign-ins of this account are waiting to finish. Try again in 60 seconds.');
+    expect(page).not.toContain(password);
+    t.clock.advance(60_000);
+  });
+});

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OIDC_STATUS, type ApiError } from '../../errors.js';
 import { OIDC_PATH } from '../../oidc/issuer.js';
 import type { AuthRequest } from '../../oidc/flow.js';
-import type { OAuthError } from '../../oidc/errors.js';
+import { OAuthError } from '../../oidc/errors.js';
 import { toApiError } from '../errors.js';
 import { requestContext } from '../request-log.js';
 
@@ -315,9 +315,10 @@ export function expiredPage(): Page {
  * here, so only it can start again. The refusal's status and Retry-After are kept.
  */
 export function refusedAuthorizationPage(err: OAuthError): Page {
+  const busy = err.status === 429 ? 'Too many sign-ins are waiting from this address.' : 'Too many sign-ins are waiting on this server.';
   const message =
     err.error === 'temporarily_unavailable'
-      ? `Too many sign-ins are waiting from this address. ${tryAgainIn(err.headers?.['retry-after'])}`
+      ? `${busy} ${tryAgainIn(err.headers?.['retry-after'])}`
       : `The application asked to sign in in a way this server does not accept: ${err.description}. Go back to the application and try again; if this keeps happening, tell whoever runs the application.`;
   return messagePage(err.status, 'This sign-in cannot start', message, err.headers);
 }
@@ -331,6 +332,22 @@ export function noRequestPage(): Page {
 const REQUEST_ID_FIELDS = new Set(['authRequestId', 'authRequestID', 'id']);
 
 // ---- errors -------------------------------------------------------------------------------------
+
+/**
+ * A login step whose request was complete but got no authorization code (the identity holds too
+ * many not yet exchanged, or the server does in all): the request is over, so the page says when to
+ * start again from the application, with the refusal's status and Retry-After.
+ */
+function refusedCompletionPage(request: FastifyRequest, err: OAuthError): Page {
+  request.log.info({ ...requestContext(request), error: err.error, status: err.status }, err.description);
+  const busy = err.status === 429 ? 'Too many sign-ins of this account are waiting to finish.' : 'Too many sign-ins are waiting to finish on this server.';
+  return messagePage(
+    err.status,
+    'This sign-in cannot finish',
+    `${busy} ${tryAgainIn(err.headers?.['retry-after'])} Then go back to the application and sign in again.`,
+    err.headers,
+  );
+}
 
 /** What a failed step offers to retry: the form of that step, or nothing. */
 export type Retry =
@@ -380,6 +397,7 @@ function messageOf(err: ApiError, retry: Retry): string {
  * retry. The status (and Retry-After) of the error are kept.
  */
 export function renderLoginError(request: FastifyRequest, reply: FastifyReply, err: unknown, retry: Retry): FastifyReply {
+  if (err instanceof OAuthError) return sendPage(reply, refusedCompletionPage(request, err));
   const apiError = toApiError(err);
   if (apiError.status >= 500) {
     request.log.error({ ...requestContext(request), err }, 'a login page could not be answered');
