@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 // Every OIDC endpoint through inject(): the answers of each error, the authorization request's
 // state machine, the token endpoint's grants and their refusals, keys, userinfo and end_session.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -316,6 +317,18 @@ describe('POST /oidc/token', () => {
     expect(json(res)).toMatchObject({ error: 'invalid_request' });
     expect(res.headers.connection).toBe('close');
     expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('a body in a content coding is 415 with an OAuth invalid_request and Accept-Encoding: identity', async () => {
+    const res = await t.inject({
+      method: 'POST',
+      url: '/oidc/token',
+      payload: gzipSync('grant_type=refresh_token&refresh_token=x'),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'gzip' },
+    });
+    expect(res.statusCode).toBe(415);
+    expect(json(res)).toMatchObject({ error: 'invalid_request' });
+    expect(res.headers['accept-encoding']).toBe('identity');
   });
 
   /** A code grant at `url` whose client is named by HTTP Basic `credentials` (id:secret), not in the body. */

@@ -98,11 +98,14 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         // The token endpoint answers every client error as an OAuth error (a body it could not parse too).
         if (!oauth && request.routeOptions.config?.oauth === true) {
           const status = (err as { statusCode?: number }).statusCode ?? 500;
-          // A body too large keeps its 413 (behaviour.md §1), as on every other route.
-          const keep = (code: number) => (code === 413 ? 413 : 400);
+          // A body too large keeps its 413 (behaviour.md §1) and one in a content coding its 415 with
+          // Accept-Encoding, as on every other route.
+          const keep = (code: number) => (code === 413 || code === 415 ? code : 400);
           if (!(err instanceof ApiError) && status >= 400 && status < 500) oauth = new OAuthError('invalid_request', (err as Error).message, keep(status));
           if (err instanceof ApiError && err.status < 500 && err.code !== 'SERVER_TOO_MANY_REQUESTS') {
-            oauth = new OAuthError('invalid_request', err.message, keep(err.status));
+            const kept = keep(err.status);
+            // Its headers go with a kept status only: a refused credential's challenge is no OAuth answer's.
+            oauth = new OAuthError('invalid_request', err.message, kept, kept === 400 ? undefined : err.headers);
           }
         }
         if (!oauth) return handleError(err, request, reply, OIDC_STATUS);
