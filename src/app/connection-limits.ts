@@ -144,8 +144,9 @@ export class ConnectionLimits {
       this.answerAndClose(request.socket, 'EXPECTATION_FAILED', 'only the expectation 100-continue is supported'),
     );
     // A plain HTTP request on this TLS port (http:// for https://) would get an empty reply; it is
-    // told, in plain HTTP on the connection under the failed handshake, as the established controller
-    // tells it. Node destroys the TLS socket itself after this event.
+    // told with a 400 in plain HTTP on the connection under the failed handshake (the established
+    // controller answers a 400 in text). A plain CONNECT (ERR_SSL_HTTPS_PROXY_REQUEST) is a proxy
+    // client's mistake and is dropped. Node destroys the TLS socket itself after this event.
     server.on('tlsClientError', (err: NodeJS.ErrnoException, tlsSocket: TLSSocket) => {
       if (err.code !== 'ERR_SSL_HTTP_REQUEST') return;
       const raw = (tlsSocket as unknown as { _parent?: Socket })._parent;
