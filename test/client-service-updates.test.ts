@@ -3,7 +3,7 @@
 // or its type, an identity override, a posture check of its policies, its own posture) and does not
 // move for anything else (another identity, an unrelated service, config or check, an edge router,
 // the same posture reported again).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_ENV, asAdmin, call, MGMT, startTestController, type TestController, expectMissingCredential } from './helpers.js';
 import { client, HOST, INTERCEPT, Network, ok, type Person } from './fixtures/network.js';
 import { ClientReadModel } from '../src/domain/client/read-model.js';
@@ -183,5 +183,75 @@ describe('lastChangeAt and checks that change with time alone', () => {
     expect(Date.parse(after)).toBeGreaterThan(Date.parse(before));
     expect(Date.parse(after)).toBeLessThanOrEqual(t.clock());
     expect(Date.parse(after)).toBeGreaterThanOrEqual(passedAt + 60_000);
+  });
+
+  /** An identity given a service behind an MFA check with a timeout, logged in. */
+  async function behindMfaTimeout(name: string, timeoutSeconds: number): Promise<{ token: string; apiSessionId: string; service: string }> {
+    const p = await net.person(name, [name]);
+    const check = await net.postureCheck('MFA', { timeoutSeconds });
+    const service = await net.service(`svc-${name}`);
+    await net.servicePolicy('Dial', [`#${name}`], [`@${service}`], [`@${check}`]);
+    const token = await net.login(p);
+    return { token, apiSessionId: ok(await client(t, 'GET', '/current-api-session', token)).id as string, service };
+  }
+
+  /** How many times the caller's service list is made while `f` runs. */
+  async function listsMade(f: () => Promise<void>): Promise<number> {
+    const list = vi.spyOn(t.app.core.client.services, 'list');
+    try {
+      await f();
+      return list.mock.calls.length;
+    } finally {
+      list.mockRestore();
+    }
+  }
+
+  it('takes the list again only once the timeout runs out, not at every call before', async () => {
+    const { token, apiSessionId, service } = await behindMfaTimeout('erin', 60);
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    const before = await marker(token);
+    expect(
+      await listsMade(async () => {
+        for (let i = 0; i < 5; i++) {
+          t.clock.advance(10_000);
+          expect(await marker(token)).toBe(before);
+        }
+      }),
+    ).toBe(0);
+    t.clock.advance(10_000);
+    let after = '';
+    expect(await listsMade(async () => void (after = await marker(token)))).toBe(1);
+    expect(Date.parse(after)).toBe(t.clock());
+    expect(ok(await client(t, 'GET', `/services/${service}`, token)).postureQueries[0].isPassing).toBe(false);
+    // Timed out, it cannot change with time again.
+    t.clock.advance(10_000);
+    expect(await listsMade(async () => expect(await marker(token)).toBe(after))).toBe(0);
+  });
+
+  it('does not take the list again at every call of a caller that never passed the MFA', async () => {
+    const { token } = await behindMfaTimeout('frank', 60);
+    const before = await marker(token);
+    expect(
+      await listsMade(async () => {
+        for (const step of [1_000, 60_000, 120_000]) {
+          t.clock.advance(step);
+          expect(await marker(token)).toBe(before);
+        }
+      }),
+    ).toBe(0);
+  });
+
+  it('keeps the service list answer of a caller whose list cannot change with time, not of one counting down', async () => {
+    const { token, apiSessionId } = await behindMfaTimeout('gina', 60);
+    const services = async () => ok(await client(t, 'GET', '/services', token));
+    const never = await services();
+    expect(never[0].postureQueries[0].postureQueries[0]).toMatchObject({ isPassing: false, timeoutRemaining: 0 });
+    expect(await listsMade(async () => expect(await services()).toEqual(never))).toBe(0);
+    await t.app.core.sessions.setMfaComplete(t.app.core.sessions.cached(apiSessionId)!);
+    const counting = await services();
+    expect(counting[0].postureQueries[0].postureQueries[0]).toMatchObject({ isPassing: true, timeoutRemaining: 60 });
+    t.clock.advance(10_000);
+    // The seconds left count down: every answer is made anew.
+    expect((await services())[0].postureQueries[0].postureQueries[0]).toMatchObject({ isPassing: true, timeoutRemaining: 50 });
   });
 });

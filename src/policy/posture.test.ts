@@ -10,6 +10,7 @@ import {
   versionSatisfies,
   isVersionConstraint,
   MFA_PROMPT_GRACE_MS,
+  nextChangeAt,
   type PostureCheck,
   type PostureFacts,
   type SessionPosture,
@@ -173,6 +174,50 @@ describe('checkPasses', () => {
     ['MFA: woken as it passed', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 2_000 } }), { isMfaComplete: true, passedAt: NOW - 2_000 }), true],
   ])('%s', (_name, c, f, expected) => {
     expect(checkPasses(c, f)).toBe(expected);
+  });
+});
+
+describe('nextChangeAt', () => {
+  const passed = (passedAt: number, endpointState: SessionPosture['endpointState'] = {}) => facts(posture({ endpointState }), { isMfaComplete: true, passedAt });
+  it.each<[string, PostureCheck, PostureFacts, number | undefined]>([
+    ['not an MFA check', DOMAIN, facts(posture()), undefined],
+    ['MFA never passed, with a timeout', MFA_TIMED, facts(posture(), { isMfaComplete: false }), undefined],
+    ['MFA never passed, woken since', MFA_TIMED, facts(posture({ endpointState: { wokenAt: NOW - 1_000 } }), { isMfaComplete: false }), undefined],
+    ['MFA passed, no timeout, no prompt', MFA, passed(NOW - 1_000), undefined],
+    ['MFA passed within its timeout: when it runs out', MFA_TIMED, passed(NOW - 100_000), NOW + 200_000],
+    ['MFA timed out already', MFA_TIMED, passed(NOW - 300_000), undefined],
+    ['MFA timed out long ago', MFA_TIMED, passed(NOW - 86_400_000), undefined],
+    ['a timeout of 0', check('MFA', { timeoutSeconds: 0 }), passed(NOW - 1), undefined],
+    ['woken since, the timeout first', MFA_TIMED, passed(NOW - 10_000, { wokenAt: NOW - 1_000 }), NOW + 290_000],
+    ['timed out, the grace of a later wake not over', MFA_TIMED, passed(NOW - 300_000, { wokenAt: NOW - 1_000 }), undefined],
+    ['woken since, the grace first', check('MFA', { timeoutSeconds: 600, promptOnWake: true }), passed(NOW - 10_000, { wokenAt: NOW - 1_000 }), NOW - 1_000 + MFA_PROMPT_GRACE_MS],
+    ['unlocked since, without a timeout: the grace', MFA_PROMPTS, passed(NOW - 10_000, { unlockedAt: NOW - 1_000 }), NOW - 1_000 + MFA_PROMPT_GRACE_MS],
+    ['woken since, the grace over', MFA_PROMPTS, passed(NOW - MFA_PROMPT_GRACE_MS - 1, { wokenAt: NOW - MFA_PROMPT_GRACE_MS }), undefined],
+    ['woken before it passed', MFA_PROMPTS, passed(NOW - 2_000, { wokenAt: NOW - 3_000 }), undefined],
+    ['woken, not asked to prompt', MFA, passed(NOW - 2_000, { wokenAt: NOW - 1_000 }), undefined],
+  ])('%s', (_name, c, f, expected) => {
+    expect(nextChangeAt(c, f)).toBe(expected);
+  });
+
+  it('checkPasses answers the same until then, and otherwise from then on', () => {
+    const cases: [PostureCheck, PostureFacts][] = [
+      [MFA_TIMED, passed(NOW - 100_000)],
+      [MFA_TIMED, passed(NOW - 10_000, { wokenAt: NOW - 1_000, unlockedAt: NOW - 500 })],
+      [check('MFA', { timeoutSeconds: 600, promptOnUnlock: true }), passed(NOW - 10_000, { unlockedAt: NOW - 1_000 })],
+      [MFA_PROMPTS, passed(NOW - 10_000, { unlockedAt: NOW - 1_000 })],
+      [MFA_TIMED, facts(posture(), { isMfaComplete: false })],
+      [MFA_TIMED, passed(NOW - 300_000)],
+      // The timeout runs out before the grace would.
+      [MFA_TIMED, passed(NOW - 299_000, { wokenAt: NOW - 1_000 })],
+      [MFA_PROMPTS, passed(NOW - 10_000)],
+    ];
+    for (const [c, f] of cases) {
+      const at = nextChangeAt(c, f);
+      const passesAt = (now: number) => checkPasses(c, { ...f, now });
+      const last = at === undefined ? NOW + 86_400_000 : at - 1;
+      for (const now of [NOW, NOW + 1, last]) expect(passesAt(now)).toBe(passesAt(NOW));
+      if (at !== undefined) expect(passesAt(at)).not.toBe(passesAt(NOW));
+    }
   });
 });
 

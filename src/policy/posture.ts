@@ -190,12 +190,15 @@ export function mfaAskedAgain(check: PostureCheck, facts: PostureFacts): boolean
 }
 
 /**
- * Whether what the check says of an API session can change with time alone: an MFA check with a
- * timeout, or one asking again after a wake or an unlock that came after the MFA (it passes for the
- * grace period only).
+ * The next moment (ms) after `facts.now` at which whether the check passes changes with time alone,
+ * or undefined when it cannot: a passed MFA's timeout, or the end of the grace after a wake or
+ * unlock that asks for it again. Time only ever ends an MFA's passing, so a check failing now (an
+ * MFA never passed, or timed out) fails until something is written.
  */
-export function changesWithTime(check: PostureCheck, facts: PostureFacts): boolean {
-  return check.typeId === 'MFA' && ((check.timeoutSeconds ?? -1) >= 0 || promptsSincePassed(check, facts).length > 0);
+export function nextChangeAt(check: PostureCheck, facts: PostureFacts): number | undefined {
+  if (check.typeId !== 'MFA' || !checkPasses(check, facts)) return undefined;
+  const at = Math.min(mfaExpiry(check, facts), ...promptsSincePassed(check, facts).map((woke) => woke + MFA_PROMPT_GRACE_MS));
+  return at === Infinity ? undefined : at;
 }
 
 /** When a passed MFA stops counting (ms), or Infinity: its timeout, or the grace after a prompt. */

@@ -12,7 +12,7 @@ import { postureChecks as postureChecksDef } from '../../resources/posture-check
 import { services as servicesDef } from '../../resources/services.js';
 import type { Entity, ListQuery, Repository } from '../../store/repository.js';
 import type { Store } from '../../store/store.js';
-import { changesWithTime, evaluatePolicy, postureQuery, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
+import { evaluatePolicy, nextChangeAt, postureQuery, type PostureFacts, type PostureQuery } from '../../policy/posture.js';
 import { splitList } from '../../oidc/flow.js';
 import type { PolicyType } from '../related.js';
 import { AccessViews, type Access, type Grant } from './access-views.js';
@@ -133,8 +133,11 @@ export interface PresentOptions {
   versions?: string[];
   /** The caller's whole view, when at hand. */
   view?: Access;
-  /** Told whether the answers change with time alone (an MFA check with a timeout or a prompt's grace). */
-  report?: { timeDependent: boolean };
+  /**
+   * Told the next moment (ms) at which whether a check of the answers passes may change with time
+   * alone (a passed MFA's timeout or a prompt's grace running out); left undefined when none can.
+   */
+  report?: { changesAt: number | undefined };
 }
 
 /** What a client's service answer carries beyond the service's read fields; ClientServices.present fills them. */
@@ -254,7 +257,10 @@ export class ClientServices {
     const catalog = await this.d.checks.get(checkIds);
     const facts = await factsOf(this.d.posture, caller, this.d.clock());
     if (opts.report) {
-      for (const c of catalog.values()) if (changesWithTime(c, facts)) opts.report.timeDependent = true;
+      for (const c of catalog.values()) {
+        const at = nextChangeAt(c, facts);
+        if (at !== undefined && at < (opts.report.changesAt ?? Infinity)) opts.report.changesAt = at;
+      }
     }
     const configs = await this.d.catalog.configsFor(caller.identityId, ids);
     const wanted = choice === 'all' ? 'all' : await this.d.configTypes.resolve(choice === 'session' ? caller.configTypes : choice.given);

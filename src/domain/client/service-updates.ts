@@ -17,8 +17,11 @@ interface MarkerState {
   fingerprint: string;
   /** ms */
   at: number;
-  /** The list changes with time alone (an MFA check's timeout or a prompt's grace runs out). */
-  timed: boolean;
+  /**
+   * ms; when the list may next change with time alone (a passed MFA check's timeout or a prompt's
+   * grace runs out), undefined when it cannot.
+   */
+  changesAt: number | undefined;
 }
 
 /**
@@ -36,9 +39,11 @@ export const MAX_MARKERS = 200_000;
  * alter it: a change in VIEW_COLLECTIONS, of the caller's identity, of the API session's posture
  * data or MFA state. So an unrelated change (another identity's attributes, an edge router) never
  * moves it and costs nothing; a change elsewhere in the network costs one fingerprint per polling
- * API session, and moves only the markers of callers whose list it changed. A list with posture
- * checks that pass or fail with time alone (an MFA timeout) is taken again at every call, and a
- * change found then is dated then: nothing was written when it happened.
+ * API session, and moves only the markers of callers whose list it changed. A list with a posture
+ * check that will pass or fail with time alone (a passed MFA's timeout or a prompt's grace running
+ * out) is taken again at the first call once that moment has come, and a change found then is dated
+ * then: nothing was written when it happened. Before it, and for an MFA never passed or already
+ * timed out, a call costs nothing.
  * The seconds an MFA check has left are a countdown, not a change, and are not in the fingerprint.
  *
  * The first answer of an API session is the latest of its start and of the changes since that may
@@ -85,8 +90,10 @@ export class ServiceUpdateMarkers implements Cache {
     const global = this.generations.global;
     const key = viewStamp(this.generations, this.posture, caller);
     const prev = this.state.get(caller.apiSessionId);
-    if (prev && prev.key === key && !prev.timed) return iso(prev.at);
-    const report = { timeDependent: false };
+    const now = this.clock();
+    const due = prev?.changesAt !== undefined && now >= prev.changesAt;
+    if (prev && prev.key === key && !due) return iso(prev.at);
+    const report: { changesAt: number | undefined } = { changesAt: undefined };
     const fingerprint = await this.fingerprint(caller, report);
     let at: number;
     // An API session's first answer: what its list was before is not known, so a change since the
@@ -97,14 +104,14 @@ export class ServiceUpdateMarkers implements Cache {
       at = Math.max(caller.sessionCreatedAt, this.since, global.at, identity.at, posture.at, caller.mfaPassedAt ?? 0, mayHaveHadOne);
     }
     else if (prev.fingerprint === fingerprint) at = prev.at;
-    else at = Math.max(prev.at + 1, global.at, identity.at, posture.at, prev.timed ? this.clock() : 0);
+    else at = Math.max(prev.at + 1, global.at, identity.at, posture.at, due ? now : 0);
     // A change that lands while the fingerprint is taken is seen at the next call (the key is older).
     if (!this.state.has(caller.apiSessionId) && this.state.size >= this.maxKept) {
       // The least recently asked goes; its last answer may lie ahead of the clock (a change dated +1 ms).
       const leaving = this.state.values().next().value;
       this.droppedAt = Math.max(this.droppedAt, this.clock(), leaving?.at ?? 0);
     }
-    this.state.set(caller.apiSessionId, { key, fingerprint, at, timed: report.timeDependent });
+    this.state.set(caller.apiSessionId, { key, fingerprint, at, changesAt: report.changesAt });
     return iso(at);
   }
 
@@ -113,7 +120,7 @@ export class ServiceUpdateMarkers implements Cache {
    * each: a policy with many checks granting many services would otherwise be written out once per
    * service (10,000 checks for each of 100 services took seconds of the event loop).
    */
-  private async fingerprint(caller: Caller, report: { timeDependent: boolean }): Promise<string> {
+  private async fingerprint(caller: Caller, report: { changesAt: number | undefined }): Promise<string> {
     const versions: string[] = [];
     const { items } = await this.services.list(caller, { sort: [], offset: 0, limit: null }, 'all', undefined, { versions, report });
     const digests = new Map<unknown, string>();

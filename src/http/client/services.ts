@@ -90,10 +90,12 @@ export function clientServicesRoutes(server: FastifyInstance, d: ClientServicesR
       const query = request.query;
       const list = parseList(query, services.filter, flavor);
       const roles = await roleFilterScope('services', flavor)(query);
-      const report = { timeDependent: false };
+      const report: { changesAt: number | undefined } = { changesAt: undefined };
       const { items, total } = await d.services.list(caller, list.query, configTypeChoice(query), roles, { report });
       const body = reply.serializeAnswer(envelope(items, listMeta(list, total, services.filter)));
-      if (!report.timeDependent) d.answers.put(caller.apiSessionId, request.url, stamp, body);
+      // A list whose checks may still pass or fail with time alone is not kept: it changes then, and
+      // while a passed MFA counts down (it has a moment it runs out) its seconds left change anyway.
+      if (report.changesAt === undefined) d.answers.put(caller.apiSessionId, request.url, stamp, body);
       return reply.type(JSON_TYPE).send(body);
     },
   });
