@@ -3,6 +3,7 @@
 // that may alter it has come.
 import { createHash } from 'node:crypto';
 import { iso, type Clock } from '../../clock.js';
+import { MAX_CACHED_API_SESSIONS } from '../../auth/api-sessions.js';
 import { BoundedMap } from '../../kernel/bounded-map.js';
 import type { Cache } from '../../kernel/caches.js';
 import type { Change } from '../../kernel/changes.js';
@@ -28,7 +29,7 @@ interface MarkerState {
  * Markers kept at most, as many as API sessions kept in memory: one identity may open API sessions
  * without end (as in the established controller), and a marker per session asked would follow.
  */
-export const MAX_MARKERS = 200_000;
+export const MAX_MARKERS = MAX_CACHED_API_SESSIONS;
 
 /**
  * `lastChangeAt` of `/current-api-session/service-updates`, per API session. It is the time of the
