@@ -4,12 +4,13 @@
 // and shows the write still refuses what the check would refuse now.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Core } from '../src/core/core.js';
+import type { Kernel } from '../src/kernel/kernel.js';
 import { checkCurrentPassword, login, type LoginDeps } from '../src/auth/login.js';
 import { verifyPassword } from '../src/auth/passwords.js';
 import { changeOwnAuthenticator } from '../src/domain/authenticators.js';
 import type { EntityOf } from '../src/resources/index.js';
 import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, json, MGMT, startTestController, testClock, type TestController } from './helpers.js';
-import { pkce, postLogin, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
+import { bearer, pkce, postLogin, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 let t: TestController;
 let core: Core;
@@ -124,31 +125,95 @@ describe('a password login and a write that commits between its check and its se
   });
 });
 
-describe('an OIDC code exchange and a disablement that commits between its check and its session', () => {
-  it('opens no session, and none comes back when the identity is enabled again', async () => {
-    const { id } = await createIdentityWithPassword(t, admin, { name: 'race-oidc', username: 'race-oidc', password: 'race-oidc-1' });
+describe('an OIDC code exchange and a write that commits while it runs', () => {
+  /** A login of a new identity asking for offline_access: its id, and the code exchange to run. */
+  async function codeOf(name: string) {
+    const { id } = await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-pw-1` });
     const { verifier, challenge } = pkce();
-    const { id: requestId } = await startAuthorization(t, { challenge });
-    const login = await postLogin(t, requestId, 'race-oidc', 'race-oidc-1');
+    const { id: requestId } = await startAuthorization(t, { challenge, scope: 'openid offline_access' });
+    const login = await postLogin(t, requestId, name, `${name}-pw-1`);
     expect(login.statusCode, login.body).toBe(302);
     const code = new URL(String(login.headers.location)).searchParams.get('code')!;
-    // The exchange has checked the identity and reads its config types next: the disablement lands then.
+    const exchange = () => postToken(t, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier });
+    return { id, exchange };
+  }
+
+  /** Runs `exchange` with `meanwhile` landing after the exchange has checked the identity, as it reads its config types. */
+  async function afterChecks<T>(exchange: () => Promise<T>, meanwhile: () => Promise<void>): Promise<T> {
     const provider = core.oidc as unknown as { resolveConfigTypes(wanted: string[]): Promise<string[]> };
     const resolve = provider.resolveConfigTypes.bind(provider);
     provider.resolveConfigTypes = async (wanted) => {
-      const res = await call(t, 'POST', `${MGMT}/identities/${id}/disable`, { token: admin, body: { durationMinutes: 0 } });
-      expect(res.statusCode, res.body).toBe(200);
+      provider.resolveConfigTypes = resolve;
+      await meanwhile();
       return resolve(wanted);
     };
     try {
-      const res = await postToken(t, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier });
-      expect([res.statusCode, json(res).error]).toEqual([400, 'invalid_grant']);
+      return await exchange();
     } finally {
       provider.resolveConfigTypes = resolve;
     }
+  }
+
+  async function left(identityId: string): Promise<{ sessions: number; grants: number }> {
+    const sessions = await core.store.db.selectFrom('api_sessions').select('id').where('identity_id', '=', identityId).execute();
+    const grants = await core.store.db.selectFrom('oidc_grants').select('id').where('identity_id', '=', identityId).execute();
+    return { sessions: sessions.length, grants: grants.length };
+  }
+
+  async function disable(id: string) {
+    const res = await call(t, 'POST', `${MGMT}/identities/${id}/disable`, { token: admin, body: { durationMinutes: 0 } });
+    expect(res.statusCode, res.body).toBe(200);
+  }
+
+  it('a disablement after its checks: no session or grant, and none comes back when the identity is enabled again', async () => {
+    const { id, exchange } = await codeOf('race-oidc');
+    const res = await afterChecks(exchange, () => disable(id));
+    expect([res.statusCode, json(res).error]).toEqual([400, 'invalid_grant']);
     const enabled = await call(t, 'POST', `${MGMT}/identities/${id}/enable`, { token: admin });
     expect(enabled.statusCode, enabled.body).toBe(200);
-    const rows = await core.store.db.selectFrom('api_sessions').select('id').where('identity_id', '=', id).execute();
-    expect(rows).toEqual([]);
+    expect(await left(id)).toEqual({ sessions: 0, grants: 0 });
+  });
+
+  it('a disablement right after the write that opens its session: not a failed write; what it answers no longer works', async () => {
+    const { id, exchange } = await codeOf('race-oidc-after');
+    // The session, its MFA state and its refresh grant are one write: a disablement committing as
+    // soon as the session exists comes after the grant too (it used to come before the grant's
+    // insert, which then failed on its foreign key: a 500).
+    const kernel = core.kernel as { write: Kernel['write'] };
+    const write = kernel.write.bind(core.kernel);
+    let armed = true;
+    kernel.write = (async (fn: Parameters<Kernel['write']>[0], ...rest: [never?, never?]) => {
+      const result = await write(fn, ...rest);
+      if (armed && (await left(id)).sessions > 0) {
+        armed = false;
+        await disable(id);
+      }
+      return result;
+    }) as Kernel['write'];
+    let res;
+    try {
+      res = await exchange();
+    } finally {
+      delete (kernel as { write?: unknown }).write;
+    }
+    expect(armed).toBe(false);
+    expect(res.statusCode, res.body).toBe(200);
+    const tokens = json(res) as { access_token: string; refresh_token: string };
+    expect(await left(id)).toEqual({ sessions: 0, grants: 0 });
+    expect((await call(t, 'GET', '/edge/client/v1/current-identity', { headers: bearer(tokens.access_token) })).statusCode).toBe(401);
+    const refreshed = await postToken(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: 'overlay' });
+    expect([refreshed.statusCode, json(refreshed).error]).toEqual([400, 'invalid_grant']);
+  });
+
+  it('an IDENTITY revocation after its checks: no session or grant is left working', async () => {
+    const { id, exchange } = await codeOf('race-oidc-revoked');
+    const res = await afterChecks(exchange, async () => {
+      const revoked = await call(t, 'POST', `${MGMT}/revocations`, { token: admin, body: { id, type: 'IDENTITY' } });
+      expect(revoked.statusCode, revoked.body).toBe(201);
+      // The session is written a moment later: it is not dated before the revocation.
+      t.clock.advance(1_000);
+    });
+    expect([res.statusCode, json(res).error]).toEqual([400, 'invalid_grant']);
+    expect(await left(id)).toEqual({ sessions: 0, grants: 0 });
   });
 });

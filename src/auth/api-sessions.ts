@@ -115,7 +115,19 @@ export class ApiSessions implements Cache {
    * write can change it before the session exists.
    */
   async create(values: NewApiSession, guard?: (ctx: WriteContext) => Promise<void>): Promise<{ session: ApiSession; token: string }> {
+    // Dated before the write waits its turn: a revocation committing meanwhile still names it.
     const now = this.clock();
+    return this.kernel.write(async (ctx) => {
+      await guard?.(ctx);
+      return this.createIn(ctx, values, now);
+    });
+  }
+
+  /**
+   * create inside a write of the caller's (the code exchange, with its MFA and refresh grant), so
+   * all of it commits together or none does.
+   */
+  async createIn(ctx: WriteContext, values: NewApiSession, now = this.clock()): Promise<{ session: ApiSession; token: string }> {
     const token = newToken(now);
     const session: ApiSession = {
       ...values,
@@ -146,11 +158,8 @@ export class ApiSessions implements Cache {
       isCertExtendable: session.isCertExtendable,
       improperClientCertChain: session.improperClientCertChain,
     };
-    await this.kernel.write(async (ctx) => {
-      await guard?.(ctx);
-      await ctx.insert('api-sessions', row);
-      ctx.afterCommit(() => this.remember(session));
-    });
+    await ctx.insert('api-sessions', row);
+    ctx.afterCommit(() => this.remember(session));
     return { session, token };
   }
 

@@ -7,7 +7,7 @@ import { hashToken, newToken } from '../auth/tokens.js';
 import { BoundedMap } from '../kernel/bounded-map.js';
 import type { Cache } from '../kernel/caches.js';
 import type { Change } from '../kernel/changes.js';
-import type { Kernel } from '../kernel/kernel.js';
+import type { Kernel, WriteContext } from '../kernel/kernel.js';
 import type { Store } from '../store/store.js';
 import { template, type Template } from '../store/template.js';
 
@@ -125,29 +125,33 @@ export class Grants implements Cache {
 
   /** Stores a new grant with its first refresh token; answers the token. */
   async create(values: Omit<Grant, 'id' | 'expiresAt'>): Promise<{ grant: Grant; refreshToken: string }> {
+    return this.kernel.write((ctx) => this.createIn(ctx, values));
+  }
+
+  /** create inside a write of the caller's (the code exchange, with the grant's API session). */
+  async createIn({ tx, changed, afterCommit }: WriteContext, values: Omit<Grant, 'id' | 'expiresAt'>): Promise<{ grant: Grant; refreshToken: string }> {
     const now = this.clock();
     const grant: Grant = { ...values, id: newUuid(now), expiresAt: now + this.lifetime };
     const refreshToken = newToken(now);
     const d = this.store.dialect;
-    await this.kernel.write(async ({ tx, changed }) => {
-      await tx
-        .insertInto('oidc_grants')
-        .values({
-          id: grant.id,
-          api_session_id: grant.apiSessionId,
-          identity_id: grant.identityId,
-          client_id: grant.clientId,
-          scopes: d.toDb('json', grant.scopes),
-          amr: d.toDb('json', grant.amr),
-          auth_time: iso(grant.authTime),
-          created_at: iso(now),
-          expires_at: iso(grant.expiresAt),
-        })
-        .execute();
-      await this.store.dialect.execute(tx, this.q.insert({ ':hash': hashToken(refreshToken), ':grant': grant.id, ':now': iso(now), ':expires': iso(grant.expiresAt) }));
-      changed({ collection: 'oidc-grants', kind: 'create', id: grant.id, ownerId: grant.identityId });
-    });
-    this.remember(hashToken(refreshToken), { grant, createdAt: now, expiresAt: grant.expiresAt });
+    await tx
+      .insertInto('oidc_grants')
+      .values({
+        id: grant.id,
+        api_session_id: grant.apiSessionId,
+        identity_id: grant.identityId,
+        client_id: grant.clientId,
+        scopes: d.toDb('json', grant.scopes),
+        amr: d.toDb('json', grant.amr),
+        auth_time: iso(grant.authTime),
+        created_at: iso(now),
+        expires_at: iso(grant.expiresAt),
+      })
+      .execute();
+    await d.execute(tx, this.q.insert({ ':hash': hashToken(refreshToken), ':grant': grant.id, ':now': iso(now), ':expires': iso(grant.expiresAt) }));
+    changed({ collection: 'oidc-grants', kind: 'create', id: grant.id, ownerId: grant.identityId });
+    // Only a grant that was stored is remembered.
+    afterCommit(() => this.remember(hashToken(refreshToken), { grant, createdAt: now, expiresAt: grant.expiresAt }));
     return { grant, refreshToken };
   }
 

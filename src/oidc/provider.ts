@@ -243,40 +243,51 @@ export class OidcProvider {
       throw new OAuthError('invalid_grant', 'the sessions of the identity were revoked after this login');
     }
     const configTypes = await this.resolveConfigTypes(request.configTypes);
-    const { session } = await this.deps.sessions.create({
-      identityId: primary.identityId,
-      authenticatorId: primary.authenticatorId,
-      authMethod: primary.method,
-      configTypes,
-      ipAddress: primary.ipAddress,
-      isMfaRequired: request.amr.includes('totp'),
-      isCertExtendable: primary.isCertExtendable,
-      improperClientCertChain: primary.improperClientCertChain,
-    }, async (ctx) => {
+    const scopes = request.scopes;
+    // The session, its second factor and its refresh grant in one write: a disablement or a delete
+    // of the identity comes before all of it or after all of it (it ends the session, the grant with
+    // it), never between them.
+    const { session, grant, refreshToken } = await this.deps.kernel.write(async (ctx) => {
       // Read again where no write can come between: a disablement that committed since the check
       // above would otherwise miss this session in its sweep, and it would work again once enabled.
       if (!(await identityUsableIn(this.deps.kernel, ctx, identity.id))) throw new OAuthError('invalid_grant', 'the identity is disabled or no longer exists');
+      const { session } = await this.deps.sessions.createIn(ctx, {
+        identityId: primary.identityId,
+        authenticatorId: primary.authenticatorId,
+        authMethod: primary.method,
+        configTypes,
+        ipAddress: primary.ipAddress,
+        isMfaRequired: request.amr.includes('totp'),
+        isCertExtendable: primary.isCertExtendable,
+        improperClientCertChain: primary.improperClientCertChain,
+      });
+      if (request.amr.includes('totp')) await this.deps.sessions.mfaCompleteIn(ctx, session, request.totpAt);
+      const created = scopes.includes('offline_access')
+        ? await this.grants.createIn(ctx, {
+            apiSessionId: session.id,
+            identityId: identity.id,
+            clientId: CLIENT_ID,
+            scopes,
+            amr: request.amr,
+            authTime: request.authTime!,
+          })
+        : undefined;
+      return { session, grant: created?.grant, refreshToken: created?.refreshToken };
     });
     record.apiSessionId = session.id;
-    if (request.amr.includes('totp')) await this.deps.sessions.setMfaComplete(session, request.totpAt);
-
-    const scopes = request.scopes;
-    let refreshToken: string | undefined;
-    if (scopes.includes('offline_access')) {
-      const created = await this.grants.create({
-        apiSessionId: session.id,
-        identityId: identity.id,
-        clientId: CLIENT_ID,
-        scopes,
-        amr: request.amr,
-        authTime: request.authTime!,
-      });
-      this.deps.sessions.hold(session.id, created.grant.expiresAt);
-      refreshToken = created.refreshToken;
-    }
+    const end = async () => {
+      if (grant) await this.revokeGrant(grant);
+      else await this.deps.sessions.delete(session.id);
+    };
     if (record.reused) {
-      await this.deps.sessions.delete(session.id);
+      await end();
       throw new OAuthError('invalid_grant', 'the authorization code has already been used');
+    }
+    // An IDENTITY revocation that committed after the check above and before the session's write
+    // missed this session in its sweep: it ends here, as the login it names is revoked.
+    if (this.deps.revocations.isRevoked('IDENTITY', identity.id, request.authTime)) {
+      await end();
+      throw new OAuthError('invalid_grant', 'the sessions of the identity were revoked after this login');
     }
     const tokens = this.tokens.issue(issuer, {
       identityId: identity.id,
@@ -291,9 +302,10 @@ export class OidcProvider {
       // Stryker: a nonce given as undefined is left out by the token issuer too.
       ...(request.nonce !== undefined ? { nonce: request.nonce } : {}),
     });
-    // Without a grant the session lives at least as long as the access token: its expiry is what
-    // the answers promised (expires_in, expires-at), however short the session timeout.
-    if (refreshToken === undefined) this.deps.sessions.hold(session.id, tokens.accessExpiresAt);
+    // The session lives as long as its grant; without one at least as long as the access token:
+    // its expiry is what the answers promised (expires_in, expires-at), however short the session
+    // timeout.
+    this.deps.sessions.hold(session.id, grant?.expiresAt ?? tokens.accessExpiresAt);
     return answer(tokens, scopes, refreshToken);
   }
 
