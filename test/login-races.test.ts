@@ -10,7 +10,7 @@ import { verifyPassword } from '../src/auth/passwords.js';
 import { changeOwnAuthenticator } from '../src/domain/authenticators.js';
 import type { EntityOf } from '../src/resources/index.js';
 import { ADMIN_ENV, asAdmin, call, createIdentityWithPassword, json, MGMT, startTestController, testClock, type TestController } from './helpers.js';
-import { bearer, pkce, postLogin, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
+import { bearer, decodeJwt, pkce, postLogin, postToken, REDIRECT_URI, startAuthorization } from './oidc-helpers.js';
 
 let t: TestController;
 let core: Core;
@@ -199,7 +199,10 @@ describe('an OIDC code exchange and a write that commits while it runs', () => {
     expect(armed).toBe(false);
     expect(res.statusCode, res.body).toBe(200);
     const tokens = json(res) as { access_token: string; refresh_token: string };
+    const asid = decodeJwt(tokens.access_token).payload.ov_asid as string;
     expect(await left(id)).toEqual({ sessions: 0, grants: 0 });
+    // Nothing of the session is held in memory either.
+    expect(core.sessions.expiryOf(asid, 0)).toBe(core.sessions.timeout);
     expect((await call(t, 'GET', '/edge/client/v1/current-identity', { headers: bearer(tokens.access_token) })).statusCode).toBe(401);
     const refreshed = await postToken(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: 'overlay' });
     expect([refreshed.statusCode, json(refreshed).error]).toEqual([400, 'invalid_grant']);
@@ -215,5 +218,40 @@ describe('an OIDC code exchange and a write that commits while it runs', () => {
     });
     expect([res.statusCode, json(res).error]).toEqual([400, 'invalid_grant']);
     expect(await left(id)).toEqual({ sessions: 0, grants: 0 });
+  });
+});
+
+describe('a refresh and a delete of its API session that commits after the rotation', () => {
+  it('leaves nothing of the session held in memory', async () => {
+    const name = 'race-refresh';
+    const { id } = await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-pw-1` });
+    const { verifier, challenge } = pkce();
+    const { id: requestId } = await startAuthorization(t, { challenge, scope: 'openid offline_access' });
+    const login = await postLogin(t, requestId, name, `${name}-pw-1`);
+    const code = new URL(String(login.headers.location)).searchParams.get('code')!;
+    const res = await postToken(t, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'overlay', code_verifier: verifier });
+    expect(res.statusCode, res.body).toBe(200);
+    const tokens = json(res) as { access_token: string; refresh_token: string };
+    const asid = decodeJwt(tokens.access_token).payload.ov_asid as string;
+    expect(core.sessions.expiryOf(asid, 0)).toBeGreaterThan(core.sessions.timeout);
+    // The refresh reads the identity as it checks the token and again once the token is rotated:
+    // the delete lands at the second read.
+    const identities = core.identities as { get: Core['identities']['get'] };
+    const get = identities.get.bind(core.identities);
+    let reads = 0;
+    identities.get = async (identityId: string) => {
+      if (identityId === id && ++reads === 2) {
+        const deleted = await call(t, 'DELETE', `${MGMT}/api-sessions/${asid}`, { token: admin });
+        expect(deleted.statusCode, deleted.body).toBe(200);
+      }
+      return get(identityId);
+    };
+    try {
+      await postToken(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: 'overlay' });
+    } finally {
+      delete (identities as { get?: unknown }).get;
+    }
+    expect(reads).toBe(2);
+    expect(core.sessions.expiryOf(asid, 0)).toBe(core.sessions.timeout);
   });
 });

@@ -99,10 +99,23 @@ export class ApiSessions implements Cache {
 
   /**
    * Keeps a session alive until `until` whatever its activity: an OIDC session lives as long as its
-   * refresh grant. Held in memory only; the holder repeats it after a restart.
+   * refresh grant, one without a grant until its access token expires. Held in memory only: after a
+   * restart the provider holds again the sessions of live grants; one without a grant is not told
+   * apart from a legacy session in the store and then expires when idle, as a legacy session does.
    */
   hold(id: string, until: number): void {
     this.holds.set(id, until);
+  }
+
+  /**
+   * hold, for a session that may have been deleted since the caller last read it: one no longer
+   * stored is not held (its hold would never be released). Held first, then looked for: a delete
+   * that commits after the look drops the hold itself.
+   */
+  async holdIfStored(id: string, until: number): Promise<void> {
+    this.holds.set(id, until);
+    const row = await this.store.db.selectFrom(this.repo.table).select('id').where('id', '=', id).executeTakeFirst();
+    if (!row) this.holds.delete(id);
   }
 
   release(id: string): void {

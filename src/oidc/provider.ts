@@ -120,7 +120,10 @@ export class OidcProvider {
     return new OidcProvider(deps, keys, new Issuers(hosts, ports));
   }
 
-  /** Holds the sessions of live grants, starts the sweep. */
+  /**
+   * Holds the sessions of live grants, starts the sweep. A session without a grant is not held again:
+   * the store does not tell it apart from a legacy session, so it expires when idle.
+   */
   async start(): Promise<void> {
     for (const [sessionId, until] of await this.grants.live()) this.deps.sessions.hold(sessionId, until);
     this.timer = setInterval(() => void this.sweep().catch((err: unknown) => this.deps.log.warn({ err }, 'OIDC sweep failed')), SWEEP_EVERY_MS);
@@ -304,8 +307,8 @@ export class OidcProvider {
     });
     // The session lives as long as its grant; without one at least as long as the access token:
     // its expiry is what the answers promised (expires_in, expires-at), however short the session
-    // timeout.
-    this.deps.sessions.hold(session.id, grant?.expiresAt ?? tokens.accessExpiresAt);
+    // timeout. Not when it was deleted meanwhile (a disablement, say).
+    await this.deps.sessions.holdIfStored(session.id, grant?.expiresAt ?? tokens.accessExpiresAt);
     return answer(tokens, scopes, refreshToken);
   }
 
@@ -347,7 +350,8 @@ export class OidcProvider {
     }
     const { grant, refreshToken } = outcome;
     const identity = (await this.deps.identities.get(grant.identityId))!;
-    this.deps.sessions.hold(grant.apiSessionId, grant.expiresAt);
+    // Not when it was deleted since the check (its grant with it).
+    await this.deps.sessions.holdIfStored(grant.apiSessionId, grant.expiresAt);
     this.deps.sessions.touch(session!);
     const scopes = requested ?? grant.scopes;
     const tokens = this.tokens.issue(issuer, {
