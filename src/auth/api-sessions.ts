@@ -110,12 +110,13 @@ export class ApiSessions implements Cache {
   /**
    * hold, for a session that may have been deleted since the caller last read it: one no longer
    * stored is not held (its hold would never be released). Held first, then looked for: a delete
-   * that commits after the look drops the hold itself.
+   * that commits after the look drops the hold itself. Kept in memory means stored (a delete drops
+   * it from memory as it drops the hold); only one not kept is looked for in the store.
    */
   async holdIfStored(id: string, until: number): Promise<void> {
     this.holds.set(id, until);
-    const row = await this.store.db.selectFrom(this.repo.table).select('id').where('id', '=', id).executeTakeFirst();
-    if (!row) this.holds.delete(id);
+    if (this.byId.peek(id)) return;
+    if (!(await this.repo.exists(this.store.db, id))) this.holds.delete(id);
   }
 
   release(id: string): void {
