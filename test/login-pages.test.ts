@@ -170,6 +170,13 @@ describe('the password page', () => {
     expect((await post('/oidc/login/password', { authRequestId: id, username: u.username, password: u.password })).statusCode).toBe(302);
   });
 
+  it('with a field left out on a request that is over is the expired page, not the field', async () => {
+    const { id } = await startAuthorization(t);
+    t.clock.advance(10 * 60_000);
+    const res = await post('/oidc/login/password', { authRequestId: id, password: 'x' });
+    expect(expectPage(res, 404)).toContain('This sign-in has expired');
+  });
+
   it('without a request id explains to start again from the application', async () => {
     for (const res of [
       await t.inject({ method: 'GET', url: '/oidc/login/password', headers: { accept: HTML } }),

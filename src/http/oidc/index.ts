@@ -157,8 +157,11 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
             let retry: Retry = { step: 'none' };
             try {
               retry = typeof ctx.retry === 'function' ? await ctx.retry() : ctx.retry;
-            } catch {
-              // The form cannot be shown again (its enrollment is gone, say): the error alone is.
+            } catch (gone) {
+              // A request that is unknown or over is what the person needs to know (the expired page),
+              // not a field left out on its form.
+              if (gone instanceof ApiError && gone.code === 'NOT_FOUND') return renderLoginError(request, reply, gone, retry);
+              // The form cannot be shown again otherwise (its enrollment is gone, say): the error alone is.
             }
             return renderLoginError(request, reply, err, retry);
           }
