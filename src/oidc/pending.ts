@@ -1,12 +1,13 @@
-// What unauthenticated callers may leave waiting in memory: pending authorization requests are made
-// by anyone who can reach GET /oidc/authorization, so they are bounded per client address, in total
-// (count and estimated bytes) and in time. Reaching the total never locks out a newcomer: room is
-// made at the expense of the address holding the most, and that address's own new requests are the
-// ones refused.
+// What callers may leave waiting in memory: pending authorization requests are made by anyone who
+// can reach GET /oidc/authorization, so they are bounded per client address, in total (count and
+// estimated bytes) and in time; authorization codes likewise, charged to the identity that logged in
+// (the "address" of this store is whoever an entry is charged to). Reaching the total never locks
+// out a newcomer: room is made at the expense of the holder of the most, and that holder's own new
+// entries are the ones refused.
 import type { Clock } from '../clock.js';
 
 export interface PendingLimits {
-  /** Requests one client address (an IPv6 /64) may hold at once; beyond it, 429. */
+  /** Entries one holder (a client address, an IPv6 /64; or an identity) may hold at once; beyond it, 429. */
   perAddress: number;
   /** Requests held at once, all addresses together. */
   total: number;
