@@ -9,9 +9,8 @@ import { ApiError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { AuthPolicyRules } from '../resources/auth-policies.js';
 import { newSecret } from '../auth/tokens.js';
-import { OAuthError } from './errors.js';
 import { addressKey } from '../ipv6.js';
-import { PENDING_LIMITS, PendingRefused, PendingStore, type PendingLimits } from './pending.js';
+import { addOrRefuse, PENDING_LIMITS, PendingStore, type PendingLimits, type RefusalAnswers } from './pending.js';
 
 export type RequestState = 'started' | 'partial' | 'complete';
 
@@ -192,6 +191,12 @@ const AMR: Record<PrimaryOutcome['method'], string> = { password: 'password', ce
  * every string it keeps.
  */
 const REQUEST_BYTES = 640;
+
+/** How a pending request that cannot be kept is refused. */
+const REQUEST_REFUSALS: RefusalAnswers = {
+  address: { description: 'too many authorization requests are pending from this address; finish or abandon them, or try again later', status: 429 },
+  total: { description: 'too many authorization requests are pending; try again later', status: 429 },
+};
 const STRING_BYTES = 24;
 
 export function sizeOf(r: AuthRequest): number {
@@ -246,17 +251,7 @@ export class AuthRequests {
       outstanding: [],
     };
     const address = addressKey(clientAddress);
-    try {
-      this.pending.add(request.id, address, request, sizeOf(request), request.expiresAt);
-    } catch (err) {
-      // Stryker: the store throws nothing else; a guard only.
-      if (!(err instanceof PendingRefused)) throw err;
-      const description =
-        err.reason === 'address'
-          ? 'too many authorization requests are pending from this address; finish or abandon them, or try again later'
-          : 'too many authorization requests are pending; try again later';
-      throw new OAuthError('temporarily_unavailable', description, 429, { 'retry-after': String(err.retryAfterSeconds) });
-    }
+    addOrRefuse(this.pending, REQUEST_REFUSALS, request.id, address, request, sizeOf(request), request.expiresAt);
     return request;
   }
 

@@ -5,6 +5,7 @@
 // out a newcomer: room is made at the expense of the holder of the most, and that holder's own new
 // entries are the ones refused.
 import type { Clock } from '../clock.js';
+import { OAuthError } from './errors.js';
 
 export interface PendingLimits {
   /** Entries one holder (a client address, an IPv6 /64; or an identity) may hold at once; beyond it, 429. */
@@ -32,6 +33,24 @@ export class PendingRefused extends Error {
   ) {
     super(reason === 'address' ? 'too many pending requests from this address' : 'too many pending requests');
     this.name = 'PendingRefused';
+  }
+}
+
+/** What a refusal is told as, for each reason: the OAuth description and status. */
+export type RefusalAnswers = Record<PendingRefused['reason'], { description: string; status: number }>;
+
+/**
+ * Adds to `store` as PendingStore.add does, a refusal answered as an OAuth `temporarily_unavailable`
+ * with Retry-After, in the words and status given for its reason.
+ */
+export function addOrRefuse<T>(store: PendingStore<T>, answers: RefusalAnswers, ...entry: Parameters<PendingStore<T>['add']>): void {
+  try {
+    store.add(...entry);
+  } catch (err) {
+    // Stryker: the store throws nothing else; a guard only.
+    if (!(err instanceof PendingRefused)) throw err;
+    const { description, status } = answers[err.reason];
+    throw new OAuthError('temporarily_unavailable', description, status, { 'retry-after': String(err.retryAfterSeconds) });
   }
 }
 

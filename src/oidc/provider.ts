@@ -20,7 +20,7 @@ import { Grants, type Grant } from './grants.js';
 import { Issuers } from './issuer.js';
 import { parseCompact, verifySignature } from './jws.js';
 import { SigningKeys } from './keys.js';
-import { PendingRefused, PendingStore, type PendingLimits } from './pending.js';
+import { addOrRefuse, PendingStore, type PendingLimits, type RefusalAnswers } from './pending.js';
 import { type RedirectPolicy, withQuery } from './redirects.js';
 import { TotpSteps } from './second-factor.js';
 import { CLIENT_ID, TokenIssuer, type IssuedTokens } from './tokens.js';
@@ -39,6 +39,11 @@ export const SCOPES_SUPPORTED = ['openid', 'offline_access'] as const;
  * like the pending requests; when full, the identity holding the most gives way.
  */
 export const CODE_LIMITS: Readonly<PendingLimits> = { perAddress: 1_000, total: 50_000, totalBytes: 32 * 1024 * 1024 };
+/** How a code that cannot be kept is refused: the identity's own flood apart from a full store. */
+const CODE_REFUSALS: RefusalAnswers = {
+  address: { description: 'too many authorization codes of this identity are pending; exchange them, or try again later', status: 429 },
+  total: { description: 'too many authorization codes are pending', status: 503 },
+};
 const SWEEP_EVERY_MS = 60_000;
 
 export interface ProviderDeps {
@@ -188,18 +193,8 @@ export class OidcProvider {
     this.requests.end(request);
     const code = newSecret();
     const expiresAt = this.clock() + CODE_LIFETIME_MS;
-    try {
-      // Stryker: a complete request always has its primary login; '' is for the type only.
-      this.codes.add(hashToken(code), request.primary?.identityId ?? '', { request, expiresAt, used: false }, sizeOf(request), expiresAt);
-    } catch (err) {
-      // Stryker: the store throws nothing else; a guard only.
-      if (!(err instanceof PendingRefused)) throw err;
-      const description =
-        err.reason === 'address'
-          ? 'too many authorization codes of this identity are pending; exchange them, or try again later'
-          : 'too many authorization codes are pending';
-      throw new OAuthError('temporarily_unavailable', description, err.reason === 'address' ? 429 : 503, { 'retry-after': String(err.retryAfterSeconds) });
-    }
+    // Stryker: a complete request always has its primary login; '' is for the type only.
+    addOrRefuse(this.codes, CODE_REFUSALS, hashToken(code), request.primary?.identityId ?? '', { request, expiresAt, used: false }, sizeOf(request), expiresAt);
     return withQuery(request.redirectUri, { code, state: request.state, iss: issuer });
   }
 
