@@ -265,6 +265,29 @@ describe('login and the state machine', () => {
     expectError(await t.inject({ method: 'GET', url: '/oidc/login/password?authRequestID=unknown' }), 404, 'NOT_FOUND');
   });
 
+  it('a password in the URL is refused, never tried: GET and POST; the body wins over the query', async () => {
+    const u = await user();
+    const { id } = await startAuthorization(t);
+    const inUrl = `/oidc/login/password?authRequestID=${id}&username=${u.username}&password=${encodeURIComponent(u.password)}`;
+    for (const method of ['GET', 'POST'] as const) {
+      const res = await t.inject({ method, url: inUrl, ...(method === 'POST' ? { payload: { authRequestId: id } } : {}) });
+      expectError(res, 400, 'COULD_NOT_VALIDATE', 'password');
+      expect(res.headers.location).toBeUndefined();
+    }
+    // A username alone in the URL of a GET: the form, not a login.
+    const form = await t.inject({ method: 'GET', url: `/oidc/login/password?authRequestID=${id}&username=${u.username}` });
+    expect(form.statusCode).toBe(200);
+    expect(form.headers['content-type']).toMatch(/^text\/html/);
+    // The request is still open, and a form post's own username is the one tried.
+    const res = await t.inject({
+      method: 'POST',
+      url: `/oidc/login/password?authRequestID=${id}&username=nobody-at-all`,
+      payload: { authRequestId: id, username: u.username, password: u.password },
+    });
+    expect(res.statusCode).toBe(302);
+    expect(res.headers.location).toMatch(/[?&]code=/);
+  });
+
   it('failed logins are throttled: 429 with Retry-After after more than 20 in 10 s from one address', async () => {
     const { id } = await startAuthorization(t);
     let last;

@@ -172,10 +172,13 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         const query = (request.query ?? {}) as Record<string, unknown>;
         const { configTypes: bodyConfigTypes, ...bodyRest } = typeof body === 'object' && !Array.isArray(body) ? body : {};
         const { configTypes: queryConfigTypes, ...queryRest } = query;
-        const p = readParams([queryRest, bodyRest], apiBad);
+        // The body's values first, as a form post means them; the query names the request.
+        const p = readParams([bodyRest, queryRest], apiBad);
         const id = p.authRequestId ?? p.authRequestID ?? p.id;
         if (id === undefined) throw fieldError('authRequestId', 'is required');
-        if (method === 'password' && request.method === 'GET' && p.username === undefined && p.password === undefined) {
+        // A URL is kept in browser history and proxy logs: a password there is refused, never tried.
+        if (queryRest.password !== undefined) throw fieldError('password', 'must be sent in the body of a POST, never in the URL');
+        if (method === 'password' && request.method === 'GET') {
           // A browser that followed the authorization redirect, whatever its Accept: the form.
           return sendPage(reply, passwordPage(core.oidc.requests.get(id)));
         }
