@@ -3,7 +3,7 @@
 // action; API sessions and sessions: the group ops; authenticators: admins only, reads also via
 // admin_readonly), nothing else; and whatever it holds, it never reaches an admin: not its account
 // or credentials, not the auth policy it logs in under, not a revocation of it or of its API
-// sessions, not an external JWT signer it logs in with.
+// sessions, not an external JWT signer or a third-party CA it logs in with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
@@ -17,7 +17,11 @@ import {
   MGMT,
   selfSignedCertificate,
   startTestController,
+  testCa,
+  testCertificate,
+  testClock,
   type TestController,
+  type TestIssuer,
 } from './helpers.js';
 import { bearer, decodeJwt, oidcLogin } from './oidc-helpers.js';
 
@@ -537,5 +541,74 @@ describe('external JWT signers admins log in with', () => {
     expect(json(await call(own, 'GET', `${MGMT}/external-jwt-signers/${signer}`, { token: ownAdmin })).data.audience).toBe('team');
     // The admin still may.
     expect((await call(own, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: ownAdmin, body: { audience: 'admins' } })).statusCode).toBe(200);
+  });
+});
+
+describe('third-party CAs admins log in with', () => {
+  // An attack that worked: a holder of ca registered and verified a CA of its own key with an external
+  // id claim, and logged in as the default admin with a certificate naming the admin's externalId.
+  let own: TestController;
+  let ownAdmin: string;
+  const claim = { location: 'SAN_EMAIL', index: 0, matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' };
+  const caBody = (name: string, issuer: TestIssuer, extra: Record<string, unknown> = {}) => ({
+    name,
+    certPem: issuer.certPem,
+    isAuthEnabled: true,
+    isAutoCaEnrollmentEnabled: false,
+    isOttCaEnrollmentEnabled: false,
+    identityRoles: [],
+    ...extra,
+  });
+  beforeAll(async () => {
+    own = await startTestController({ env: ADMIN_ENV, clock: testClock(Date.now()) });
+    ownAdmin = await asAdmin(own);
+  });
+  afterAll(async () => {
+    await own.close();
+  });
+
+  it('a delegate may not write a CA that can log in as an admin or a permission holder, and may write the others', async () => {
+    await createIdentityWithPassword(own, ownAdmin, { name: 'ca-op', username: 'ca-op', password: 'ca-op-pw', permissions: ['ca'] });
+    const token = await login(own, 'ca-op', 'ca-op-pw');
+    const expectRefused = (res: Awaited<ReturnType<typeof call>>, what: string) => {
+      expect(res.statusCode, `${what}: ${res.body}`).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+      expect(json(res).error.message).toMatch(/^only an admin may write a CA that an admin or an identity holding permissions logs in with/);
+    };
+    const me = json(await call(own, 'GET', `${MGMT}/current-identity`, { token: ownAdmin })).data.id as string;
+    expect((await call(own, 'PATCH', `${MGMT}/identities/${me}`, { token: ownAdmin, body: { externalId: 'boss@corp.example' } })).statusCode).toBe(200);
+
+    // With an external id claim, a certificate of the CA naming boss@corp.example would log in as the admin.
+    const evil = await testCa('evil-ca');
+    expectRefused(await call(own, 'POST', `${MGMT}/cas`, { token, body: caBody('evil-ca', evil, { externalIdClaim: claim }) }), 'create');
+    expect(json(await call(own, 'GET', `${MGMT}/cas`, { token: ownAdmin })).data).toEqual([]);
+
+    // Without one it is written, verified and changed, but not given a claim.
+    const team = await testCa('team-ca');
+    const created = await call(own, 'POST', `${MGMT}/cas`, { token, body: caBody('team-ca', team) });
+    expect(created.statusCode, created.body).toBe(201);
+    const ca = json(created).data.id as string;
+    const verificationToken = json(await call(own, 'GET', `${MGMT}/cas/${ca}`, { token })).data.verificationToken as string;
+    const proof = await testCertificate(verificationToken, { issuer: team });
+    const verified = await call(own, 'POST', `${MGMT}/cas/${ca}/verify`, { token, body: proof.certPem, headers: { 'content-type': 'text/plain' } });
+    expect(verified.statusCode, verified.body).toBe(200);
+    expectRefused(await call(own, 'PATCH', `${MGMT}/cas/${ca}`, { token, body: { externalIdClaim: claim } }), 'patch');
+    expect(json(await call(own, 'GET', `${MGMT}/cas/${ca}`, { token: ownAdmin })).data.externalIdClaim).toBeNull();
+
+    // An identity holding permissions comes to log in with one of its certificates: the delegate may
+    // no longer change it (turning its logins off) or delete it.
+    const keeper = await createIdentity(own, ownAdmin, { name: 'ca-keeper', permissions: ['identity.read'] });
+    const keeperCert = await testCertificate('ca-keeper', { issuer: team });
+    const authenticator = await call(own, 'POST', `${MGMT}/authenticators`, { token: ownAdmin, body: { method: 'cert', identityId: keeper, certPem: keeperCert.certPem } });
+    expect(authenticator.statusCode, authenticator.body).toBe(201);
+    expectRefused(await call(own, 'PATCH', `${MGMT}/cas/${ca}`, { token, body: { isAuthEnabled: false } }), 'patch');
+    expectRefused(await call(own, 'DELETE', `${MGMT}/cas/${ca}`, { token }), 'delete');
+
+    // Once no privileged identity has an external id, a claim is the delegate's to give, on another CA.
+    expect((await call(own, 'PATCH', `${MGMT}/identities/${me}`, { token: ownAdmin, body: { externalId: null } })).statusCode).toBe(200);
+    const devices = await call(own, 'POST', `${MGMT}/cas`, { token, body: caBody('devices-ca', await testCa('devices-ca'), { externalIdClaim: claim }) });
+    expect(devices.statusCode, devices.body).toBe(201);
+    // The admin still may write them all.
+    expect((await call(own, 'PATCH', `${MGMT}/cas/${ca}`, { token: ownAdmin, body: { externalIdClaim: claim } })).statusCode).toBe(200);
   });
 });

@@ -12,6 +12,7 @@ import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { Actor, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { singleCertificate } from './certificate-field.js';
+import { adminOnly, byDelegate, privilegedOthers } from './delegates.js';
 
 type Ca = EntityOf<'cas'>;
 
@@ -61,11 +62,13 @@ export function caBehaviour(networkCaPems: readonly string[] = []): ResourceBeha
         next.isVerified = false;
       }
       checkExternalIdClaim(next.externalIdClaim);
+      await assertMayWriteCa(ctx, prev, next);
     },
     async afterWrite(ctx, next, prev) {
       if (!prev) await adoptIssuedAuthenticators(ctx, next);
     },
     async beforeDelete(ctx, prev) {
+      await assertMayWriteCa(ctx, prev);
       // What the CA's certificates log in or enroll with goes with it.
       const issued = await ctx.tx.selectFrom('authenticators').select('id').where('ca_id', '=', prev.id).execute();
       const authenticators = ctx.resources.get('authenticators');
@@ -75,6 +78,35 @@ export function caBehaviour(networkCaPems: readonly string[] = []): ResourceBeha
       for (const row of pending) await enrollments.deleteIn(ctx, String(row.id));
     },
   };
+}
+
+/**
+ * A caller who is not an admin may not write (create, change, verify or delete) a CA that an admin or
+ * an identity holding permissions, other than the caller, logs in with, as it may not write the
+ * external JWT signers they log in with (delegates.ts): one that issued the cert authenticator of such
+ * an identity, or one with an external id claim while such an identity has an external id, since a
+ * certificate of the CA naming that id logs in as it. Otherwise `ca` would be a path to their
+ * accounts, or a way to lock them out. Judged on the CA as it was and as it would be, whatever its
+ * flags: a delegate's CA verified or enabled later is the same path.
+ */
+async function assertMayWriteCa(ctx: WriteContext, ...states: (Partial<Ca> | undefined)[]): Promise<void> {
+  if (!byDelegate(ctx)) return;
+  const privileged = await privilegedOthers(ctx);
+  if (privileged.length === 0) return;
+  const refused = () => adminOnly('write a CA that an admin or an identity holding permissions logs in with');
+  const hasExternalId = privileged.some((i) => typeof i.externalId === 'string' && i.externalId !== '');
+  for (const ca of states) {
+    if (!ca) continue;
+    if (hasExternalId && ca.externalIdClaim !== null && ca.externalIdClaim !== undefined) throw refused();
+    if (ca.id === undefined) continue;
+    const issued = await ctx.tx
+      .selectFrom('authenticators')
+      .select('id')
+      .where('ca_id', '=', ca.id)
+      .where('identity_id', 'in', privileged.map((i) => i.id))
+      .executeTakeFirst();
+    if (issued) throw refused();
+  }
 }
 
 function certificateOf(pem: unknown): X509Certificate | undefined {
@@ -157,6 +189,8 @@ export async function verifyCa(resources: Resources, id: string, body: string, a
     const ca = await resources.get('cas').repo.get(ctx.tx, id);
     if (!ca) throw notFound('CA', id);
     if (ca.isVerified) throw new ApiError('CA_ALREADY_VERIFIED', `the CA ${id} is already verified`);
+    // Verifying is writing it: trusted from now on.
+    await assertMayWriteCa(ctx, ca);
     const cert = verificationCertificate(body);
     const names = commonNames(cert);
     if (names.length !== 1 || names[0] !== ca.verificationToken) {

@@ -3,6 +3,7 @@
 // module that writes such records asks here, and so do the reads of enrollment secrets.
 import { ApiError } from '../errors.js';
 import { allows, type Permitted } from '../auth/permissions.js';
+import type { EntityOf } from '../resources/index.js';
 import type { WriteContext } from './resources.js';
 
 /**
@@ -31,6 +32,11 @@ export function isPrivileged(identity: { isAdmin?: unknown; permissions?: unknow
  * under: what a delegate may not change (their policy, a signer it takes).
  */
 export async function privilegedPolicies(ctx: WriteContext): Promise<Set<string>> {
+  return new Set((await privilegedOthers(ctx)).map((i) => String(i.authPolicyId)));
+}
+
+/** The admins and identities holding permissions, other than the caller: whose logins a delegate may not touch. */
+export async function privilegedOthers(ctx: WriteContext): Promise<EntityOf<'identities'>[]> {
   const { dialect } = ctx.resources.store;
   const identities = ctx.resources.get('identities').repo;
   const rows = await ctx.tx
@@ -38,8 +44,7 @@ export async function privilegedPolicies(ctx: WriteContext): Promise<Set<string>
     .selectAll()
     .where((eb) => eb.or([eb('is_admin', '=', dialect.toDb('boolean', true) as number), eb('permissions', '!=', dialect.toDb('json', []) as string)]))
     .execute();
-  const others = rows.map((r) => identities.fromRow(r)).filter((i) => isPrivileged(i) && i.id !== ctx.actor?.id);
-  return new Set(others.map((i) => String(i.authPolicyId)));
+  return rows.map((r) => identities.fromRow(r)).filter((i) => isPrivileged(i) && i.id !== ctx.actor?.id);
 }
 
 export async function isAdminIdentity(ctx: WriteContext, identityId: string): Promise<boolean> {
