@@ -55,20 +55,26 @@ interface Csr {
 }
 
 /** A PEM CSR for a new P-256 key, asking for `altNames`; with the key, PKCS#8 PEM. */
-async function makeCsr(altNames: x509.JsonGeneralNames = []): Promise<Csr> {
+async function makeCsr(altNames: x509.JsonGeneralNames = [], extensions: x509.Extension[] = []): Promise<Csr> {
   const keys = (await webcrypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const csr = await x509.Pkcs10CertificateRequestGenerator.create(
     {
       name: 'CN=router',
       keys,
       signingAlgorithm: P256,
-      extensions: altNames.length > 0 ? [new x509.SubjectAlternativeNameExtension(altNames)] : [],
+      extensions: altNames.length > 0 ? [new x509.SubjectAlternativeNameExtension(altNames), ...extensions] : extensions,
     },
     webcrypto,
   );
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
   return { pem: csr.toString('pem'), keyPem: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY') };
 }
+
+/**
+ * GeneralNames of an otherName of OID 1.2.3.4 holding UTF8 "foo", then the dNSName a.test: DER written
+ * out, since the x509 library cannot write an otherName of a kind it does not know.
+ */
+const OTHER_NAME_AND_DNS_SAN = '3016' + 'a00c' + '06032a0304' + 'a0050c03666f6f' + '8206612e74657374';
 
 const SERVER_NAMES: x509.JsonGeneralNames = [
   { type: 'dns', value: 'router.example.test' },
@@ -205,6 +211,9 @@ describe('POST /enroll/erott', () => {
     // A server certificate names hosts; a SPIFFE id names identities and routers of the network.
     const spiffe = await makeCsr([{ type: 'url', value: `spiffe://${t.app.core.pki.trustDomain}/identity/someone` }]);
     expectError(await erott({ token, serverCsr: spiffe.pem, clientCsr: good }), 400, 'COULD_NOT_PROCESS_CSR', 'serverCsr');
+    // A name the reader cannot judge (an otherName of an unknown kind) beside one it can: never copied.
+    const otherName = await makeCsr([], [new x509.Extension('2.5.29.17', false, Buffer.from(OTHER_NAME_AND_DNS_SAN, 'hex'))]);
+    expectError(await erott({ token, serverCsr: otherName.pem, clientCsr: good }), 400, 'COULD_NOT_PROCESS_CSR', 'serverCsr');
     // A CSR whose signature does not match its key.
     const forged = Buffer.from(new x509.Pkcs10CertificateRequest(good).rawData);
     forged[forged.length - 1] = forged[forged.length - 1]! ^ 0x01;

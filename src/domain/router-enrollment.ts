@@ -253,6 +253,10 @@ const SERVER_NAME_TYPES = new Set(['dns', 'ip', 'email', 'url']);
  * id — those name identities and routers of a trust domain, which a router does not choose.
  */
 function checkServerNames(csr: CheckedCsr, field: string): void {
+  if (!csr.altNamesAllRead) {
+    const reason = 'subject alternative names that cannot be read are not accepted';
+    throw new ApiError('COULD_NOT_PROCESS_CSR', `${field}: ${reason}`, { field, reason });
+  }
   for (const name of csr.altNames) {
     const refused = !SERVER_NAME_TYPES.has(name.type)
       ? `subject alternative names of type ${name.type} are not accepted`

@@ -18,6 +18,11 @@ export interface CheckedCsr {
   altNames: readonly { type: string; value: string }[];
   /** The DER value of its subject alternative name extension, to copy as it is; undefined without one. */
   altNamesDer: ArrayBuffer | undefined;
+  /**
+   * Whether `altNames` is every name of the extension: the reader skips a name it cannot read (an
+   * otherName of an unknown kind, say), which copying the extension would then pass on unjudged.
+   */
+  altNamesAllRead: boolean;
 }
 
 const SUBJECT_ALT_NAME = '2.5.29.17';
@@ -66,12 +71,14 @@ export async function checkCsrPem(pem: string): Promise<CheckedCsr> {
 }
 
 /** The subject alternative names a CSR asks for in its extension request. */
-function altNamesOf(csr: x509.Pkcs10CertificateRequest): Pick<CheckedCsr, 'altNames' | 'altNamesDer'> {
+function altNamesOf(csr: x509.Pkcs10CertificateRequest): Pick<CheckedCsr, 'altNames' | 'altNamesDer' | 'altNamesAllRead'> {
   try {
     const ext = csr.extensions.find((e) => e.type === SUBJECT_ALT_NAME);
-    if (!ext) return { altNames: [], altNamesDer: undefined };
+    if (!ext) return { altNames: [], altNamesDer: undefined, altNamesAllRead: true };
     const names = new x509.SubjectAlternativeNameExtension(ext.rawData).names.items.map((n) => ({ type: n.type, value: n.value }));
-    return { altNames: names, altNamesDer: ext.value };
+    // The names read, written again, are the extension's own bytes only when none was skipped.
+    const rewritten = new x509.SubjectAlternativeNameExtension(names as x509.JsonGeneralNames).value;
+    return { altNames: names, altNamesDer: ext.value, altNamesAllRead: Buffer.from(rewritten).equals(Buffer.from(ext.value)) };
   } catch {
     throw new CsrProblem('the extensions of the CSR cannot be read', false);
   }
