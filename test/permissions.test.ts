@@ -612,3 +612,43 @@ describe('third-party CAs admins log in with', () => {
     expect((await call(own, 'PATCH', `${MGMT}/cas/${ca}`, { token: ownAdmin, body: { externalIdClaim: claim } })).statusCode).toBe(200);
   });
 });
+
+describe('OIDC redirect URIs admins log in through', () => {
+  // An attack that worked: a holder of ops added its own site to the global setting's redirect URIs;
+  // an admin who logged in through its authorization link sent it the code (the attacker held the
+  // PKCE verifier) and so its access and refresh tokens.
+  it('a holder of ops reads the controller settings but may not write them', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'settings-op', username: 'settings-op', password: 'settings-op-pw', permissions: ['ops'] });
+    const token = await login(t, 'settings-op', 'settings-op-pw');
+    const expectRefused = (res: Awaited<ReturnType<typeof call>>, what: string) => {
+      expect(res.statusCode, `${what}: ${res.body}`).toBe(401);
+      expect(json(res).error.code).toBe('UNAUTHORIZED');
+      expect(json(res).error.message).toMatch(/^only an admin may write controller settings/);
+    };
+    const evil = { oidc: { redirectUris: ['https://evil.example'] } };
+    expectRefused(await call(t, 'POST', `${MGMT}/controller-settings`, { token, body: { controllerId: 'global', ...evil } }), 'create');
+    expect((await call(t, 'GET', `${MGMT}/controller-settings/global`, { token: admin })).statusCode).toBe(404);
+    const ok = await call(t, 'POST', `${MGMT}/controller-settings`, { token: admin, body: { controllerId: 'global', oidc: { redirectUris: ['https://app.example/cb'] } } });
+    expect(ok.statusCode, ok.body).toBe(201);
+    expectRefused(await call(t, 'PATCH', `${MGMT}/controller-settings/global`, { token, body: evil }), 'patch');
+    expectRefused(await call(t, 'PUT', `${MGMT}/controller-settings/global`, { token, body: evil }), 'put');
+    expectRefused(await call(t, 'DELETE', `${MGMT}/controller-settings/global`, { token }), 'delete');
+    const read = await call(t, 'GET', `${MGMT}/controller-settings/global`, { token });
+    expect(read.statusCode).toBe(200);
+    expect(json(read).data.oidc).toEqual({ redirectUris: ['https://app.example/cb'] });
+    // So an authorization cannot send its code there.
+    const q = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'overlay',
+      redirect_uri: 'https://evil.example/cb',
+      scope: 'openid',
+      code_challenge: 'x'.repeat(43),
+      code_challenge_method: 'S256',
+    });
+    const authorize = await t.inject({ method: 'GET', url: `/oidc/authorization?${q.toString()}` });
+    expect(authorize.headers.location ?? '', authorize.body).not.toMatch(/authRequestID/);
+    q.set('redirect_uri', 'https://app.example/cb');
+    const allowed = await t.inject({ method: 'GET', url: `/oidc/authorization?${q.toString()}` });
+    expect(allowed.headers.location ?? '', allowed.body).toMatch(/authRequestID/);
+  });
+});
