@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_ENV,
   asAdmin,
+  authenticatorApp,
   authPolicyBody,
   call,
+  CLIENT,
   createIdentity,
   createIdentityWithPassword,
   json,
@@ -650,5 +652,33 @@ describe('OIDC redirect URIs admins log in through', () => {
     q.set('redirect_uri', 'https://app.example/cb');
     const allowed = await t.inject({ method: 'GET', url: `/oidc/authorization?${q.toString()}` });
     expect(allowed.headers.location ?? '', allowed.body).toMatch(/authRequestID/);
+  });
+});
+
+describe('the MFA of permission holders', () => {
+  // It was removable: a holder of identity took away the second factor of another permission holder
+  // (not of an admin), which is a credential of that identity.
+  it('a holder of identity removes the MFA of plain identities, not of another permission holder', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'mfa-op', username: 'mfa-op', password: 'mfa-op-pw', permissions: ['identity'] });
+    const token = await login(t, 'mfa-op', 'mfa-op-pw');
+    const withMfa = async (name: string, permissions: string[] = []) => {
+      const { id } = await createIdentityWithPassword(t, admin, { name, username: name, password: `${name}-pw`, permissions });
+      const own = await login(t, name, `${name}-pw`, CLIENT);
+      const started = await call(t, 'POST', `${CLIENT}/current-identity/mfa`, { token: own, body: {} });
+      const code = authenticatorApp(json(started).data.provisioningUrl)(t.clock());
+      expect((await call(t, 'POST', `${CLIENT}/current-identity/mfa/verify`, { token: own, body: { code } })).statusCode).toBe(200);
+      return id;
+    };
+    const mfaOf = async (id: string) => json(await call(t, 'GET', `${MGMT}/identities/${id}`, { token: admin })).data.isMfaEnabled as boolean;
+    const holder = await withMfa('mfa-holder', ['service.read']);
+    const refused = await call(t, 'DELETE', `${MGMT}/identities/${holder}/mfa`, { token });
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(json(refused).error.code).toBe('UNAUTHORIZED');
+    expect(await mfaOf(holder)).toBe(true);
+    const plain = await withMfa('mfa-plain');
+    expect((await call(t, 'DELETE', `${MGMT}/identities/${plain}/mfa`, { token })).statusCode).toBe(200);
+    expect(await mfaOf(plain)).toBe(false);
+    // An admin still removes it.
+    expect((await call(t, 'DELETE', `${MGMT}/identities/${holder}/mfa`, { token: admin })).statusCode).toBe(200);
   });
 });

@@ -14,7 +14,7 @@ import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
 import type { EntityOf } from '../resources/index.js';
 import { createIdentityEnrollments, pendingEnrollments, type EnrollmentTokens } from './enrollments.js';
-import { assertMayManage, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
+import { assertMayManage, assertMayManageCredentials, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** What an identity's `enrollment` reads as: its pending enrollments, by method. */
@@ -182,13 +182,14 @@ export async function enableIdentity(resources: Resources, id: string, actor?: A
 
 /**
  * An admin removes an identity's TOTP enrollment, confirmed or not (a holder of the identity
- * permission too, but not of an admin's). 404 for an unknown identity or one without MFA.
+ * permission too, but not of an admin's or another permission holder's: it is their second factor,
+ * a credential, which a delegate may not change). 404 for an unknown identity or one without MFA.
  */
 export async function removeIdentityMfa(resources: Resources, id: string, actor?: Actor): Promise<void> {
   await resources.write(async (ctx) => {
     const identity = await ctx.tx.selectFrom('identities').select('id').where('id', '=', id).executeTakeFirst();
     if (!identity) throw notFound('identity', id);
-    await assertMayManage(ctx, id);
+    await assertMayManageCredentials(ctx, id);
     const mfa = await ctx.tx.selectFrom('mfas').select('id').where('identity_id', '=', id).executeTakeFirst();
     if (!mfa) throw new ApiError('NOT_FOUND', 'the identity has no MFA enrollment');
     await ctx.remove('mfas', String(mfa.id), id);
