@@ -125,6 +125,16 @@ export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources
             reason: 'only an admin may grant this',
           });
         }
+        // What another identity may do is an admin's to change: dropping a permission holder's
+        // permissions would take its access away (as the established controller refuses any change of
+        // them by a non-admin). Dropping its own lends the caller nothing.
+        const dropped = (prev?.permissions ?? []).filter((p) => !next.permissions.includes(p));
+        if (prev && prev.id !== ctx.actor.id && dropped.length > 0) {
+          throw new ApiError('UNAUTHORIZED', "only an admin may take another identity's permissions away", {
+            field: 'permissions',
+            reason: 'only an admin may change this',
+          });
+        }
         // What another permission holder logs in with: its auth policy (which signers' tokens it
         // takes) and its externalId (which tokens name it) would open it to the delegate's logins.
         const login = (['authPolicyId', 'externalId'] as const).find((f) => prev && next[f] !== prev[f]);
