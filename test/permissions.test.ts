@@ -21,11 +21,14 @@ import {
   startTestController,
   testCa,
   testCertificate,
+  overTls,
   testClock,
   type TestController,
   type TestIssuer,
 } from './helpers.js';
 import { bearer, decodeJwt, oidcLogin } from './oidc-helpers.js';
+import { createPrivateKey } from 'node:crypto';
+import { SignJWT } from 'jose';
 
 type Op =
   | 'listIdentities'
@@ -694,5 +697,119 @@ describe('the MFA of permission holders', () => {
     expect(await mfaOf(plain)).toBe(false);
     // An admin still removes it.
     expect((await call(t, 'DELETE', `${MGMT}/identities/${holder}/mfa`, { token: admin })).statusCode).toBe(200);
+  });
+});
+
+describe('what a delegate wrote while harmless is no way into privileged accounts later', () => {
+  // Attacks that worked: a delegate wrote an external JWT signer, or a CA with an external id claim,
+  // while no privileged identity logged in with it (so the write was allowed); an admin later made
+  // such an identity, or gave one an external id, and the delegate logged in as it. And a delegate that
+  // read an enrollment's token while its identity was plain enrolled it once the identity was granted
+  // permissions.
+  let own: TestController;
+  let ownAdmin: string;
+  let port: number;
+  const REFUSAL = /last written by a caller who is not an admin/;
+  beforeAll(async () => {
+    own = await startTestController({ env: ADMIN_ENV, clock: testClock(Date.now()) });
+    ownAdmin = await asAdmin(own);
+    const [url] = await own.app.listen();
+    port = Number(new URL(url!).port);
+  });
+  afterAll(async () => {
+    await own.close();
+  });
+  const delegate = async (name: string, permissions: string[]) => {
+    await createIdentityWithPassword(own, ownAdmin, { name, username: name, password: `${name}-pw`, permissions });
+    return login(own, name, `${name}-pw`);
+  };
+  const identityWith = async (name: string, body: Record<string, unknown>) => {
+    const res = await call(own, 'POST', `${MGMT}/identities`, { token: ownAdmin, body: { name, type: 'User', isAdmin: false, ...body } });
+    expect(res.statusCode, res.body).toBe(201);
+    return json(res).data.id as string;
+  };
+
+  it('an external JWT signer logs in no identity made privileged after it, until an admin saves it', async () => {
+    const token = await delegate('late-signer-op', ['external-jwt-signer']);
+    // Nobody privileged takes external JWTs: the delegate may write a signer.
+    const noJwt = json(await call(own, 'POST', `${MGMT}/auth-policies`, { token: ownAdmin, body: authPolicyBody('late-passwords-only', { primary: { updb: { allowed: true } } }) }))
+      .data.id as string;
+    for (const who of [ownAdmin, token]) {
+      const id = json(await call(own, 'GET', `${MGMT}/current-identity`, { token: who })).data.id as string;
+      expect((await call(own, 'PATCH', `${MGMT}/identities/${id}`, { token: ownAdmin, body: { authPolicyId: noJwt } })).statusCode).toBe(200);
+    }
+    const { certPem, keyPem } = await selfSignedCertificate('late-idp');
+    const issuer = 'https://late-idp.example.com';
+    const created = await call(own, 'POST', `${MGMT}/external-jwt-signers`, { token, body: { name: 'late-idp', issuer, audience: 'overlay', enabled: true, certPem } });
+    expect(created.statusCode, created.body).toBe(201);
+    const signer = json(created).data.id as string;
+    expect(json(created).data).not.toHaveProperty('adminWritten');
+
+    // Later an admin makes a permission holder under the default policy, which takes every signer.
+    const holder = await identityWith('late-jwt-holder', { permissions: ['identity.read'] });
+    const plain = await identityWith('late-jwt-plain', {});
+    const jwtFor = (sub: string) =>
+      new SignJWT({ iss: issuer, aud: 'overlay', sub })
+        .setProtectedHeader({ alg: 'ES256' })
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(createPrivateKey(keyPem));
+    const extJwtLogin = async (sub: string) => call(own, 'POST', `${CLIENT}/authenticate?method=ext-jwt`, { headers: { authorization: `Bearer ${await jwtFor(sub)}` } });
+    const refused = await extJwtLogin(holder);
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(json(refused).error.message).toMatch(REFUSAL);
+    expect(String(refused.headers['www-authenticate'])).toMatch(/realm="overlay-primary-ext-jwt"/);
+    // A plain identity logs in with it; once an admin saves the signer, so does the holder.
+    expect((await extJwtLogin(plain)).statusCode).toBe(200);
+    expect((await call(own, 'PATCH', `${MGMT}/external-jwt-signers/${signer}`, { token: ownAdmin, body: { name: 'late-idp-checked' } })).statusCode).toBe(200);
+    expect((await extJwtLogin(holder)).statusCode).toBe(200);
+  });
+
+  it('a CA with an external id claim logs in no identity made privileged after it, until an admin saves it', async () => {
+    const token = await delegate('late-ca-op', ['ca']);
+    const claim = { location: 'SAN_EMAIL', index: 0, matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' };
+    // No privileged identity has an external id: the delegate may write and verify a CA with a claim.
+    const issuer = await testCa('late-ca');
+    const created = await call(own, 'POST', `${MGMT}/cas`, {
+      token,
+      body: { name: 'late-ca', certPem: issuer.certPem, isAuthEnabled: true, isAutoCaEnrollmentEnabled: false, isOttCaEnrollmentEnabled: false, identityRoles: [], externalIdClaim: claim },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const ca = json(created).data.id as string;
+    const verificationToken = json(await call(own, 'GET', `${MGMT}/cas/${ca}`, { token })).data.verificationToken as string;
+    const proof = await testCertificate(verificationToken, { issuer });
+    expect((await call(own, 'POST', `${MGMT}/cas/${ca}/verify`, { token, body: proof.certPem, headers: { 'content-type': 'text/plain' } })).statusCode).toBe(200);
+
+    // Later an admin makes a permission holder with an external id.
+    await identityWith('late-ca-holder', { permissions: ['identity.read'], externalId: 'holder@corp.example' });
+    await identityWith('late-ca-plain', { externalId: 'plain@corp.example' });
+    const certLogin = async (email: string) =>
+      overTls(own, port, 'POST', `${CLIENT}/authenticate?method=cert`, { body: {}, client: await testCertificate('anyone', { issuer, sans: [{ type: 'email', value: email }] }) });
+    const refused = await certLogin('holder@corp.example');
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(JSON.parse(refused.body).error.message).toMatch(REFUSAL);
+    expect((await certLogin('plain@corp.example')).statusCode).toBe(200);
+    expect((await call(own, 'PATCH', `${MGMT}/cas/${ca}`, { token: ownAdmin, body: { name: 'late-ca-checked' } })).statusCode).toBe(200);
+    expect((await certLogin('holder@corp.example')).statusCode).toBe(200);
+  });
+
+  it('granting permissions issues new tokens for the pending enrollments a delegate could read', async () => {
+    const token = await delegate('late-enroller', ['enrollment', 'identity']);
+    const target = await identityWith('late-promoted', {});
+    const expiresAt = new Date(own.clock() + 3_600_000).toISOString();
+    const made = await call(own, 'POST', `${MGMT}/enrollments`, { token, body: { method: 'updb', identityId: target, username: 'late-promoted', expiresAt } });
+    expect(made.statusCode, made.body).toBe(201);
+    const read = json(await call(own, 'GET', `${MGMT}/enrollments/${json(made).data.id}`, { token })).data;
+    expect(read.token).toEqual(expect.any(String));
+
+    expect((await call(own, 'PATCH', `${MGMT}/identities/${target}`, { token: ownAdmin, body: { permissions: ['identity.read'] } })).statusCode).toBe(200);
+    const enroll = (enrollmentToken: string) => call(own, 'POST', `${CLIENT}/enroll/updb?token=${enrollmentToken}`, { body: { password: 'taken-over-1' } });
+    expect((await enroll(read.token as string)).statusCode).not.toBe(200);
+    // The enrollment stays, with a new token only an admin sees, lasting as long as before.
+    expect(json(await call(own, 'GET', `${MGMT}/enrollments/${json(made).data.id}`, { token })).data).toMatchObject({ token: null, jwt: null });
+    const renewed = json(await call(own, 'GET', `${MGMT}/enrollments/${json(made).data.id}`, { token: ownAdmin })).data;
+    expect(renewed).toMatchObject({ token: expect.any(String), expiresAt: read.expiresAt });
+    expect(renewed.token).not.toBe(read.token);
+    expect((await enroll(renewed.token as string)).statusCode).toBe(200);
   });
 });

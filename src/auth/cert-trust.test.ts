@@ -59,10 +59,14 @@ describe('certificate trust', () => {
       kind: 'ca',
       caId: 'ca-root',
       externalIdClaim: { location: 'SAN_URI' },
+      adminWritten: true,
       improperClientCertChain: false,
       resolvedToRoot: true,
     });
     expect(await trust.verify(x509(await testCertificate('user', { issuer: selfNamed })), [])).toMatchObject({ caId: 'ca-named', resolvedToRoot: false });
+    // A CA a delegate wrote last says so (the login refuses it for privileged identities).
+    const written = new CertificateTrust(store, casReadBy(async () => [ca('ca-delegate', root.certPem, { adminWritten: false })]).repo, Date.now, anchors);
+    expect(await written.verify(x509(await testCertificate('user', { issuer: root })), [])).toMatchObject({ caId: 'ca-delegate', adminWritten: false });
     expect(await trust.verify(x509(await testCertificate('stranger')), [])).toBeUndefined();
   });
 

@@ -27,12 +27,14 @@ import type { ExternalIdClaim } from './external-id.js';
  */
 export type CertificateOrigin =
   | { kind: 'network'; improperClientCertChain: boolean; resolvedToRoot: true }
-  | { kind: 'ca'; caId: string; externalIdClaim: ExternalIdClaim | null; improperClientCertChain: false; resolvedToRoot: boolean };
+  | { kind: 'ca'; caId: string; externalIdClaim: ExternalIdClaim | null; adminWritten: boolean; improperClientCertChain: false; resolvedToRoot: boolean };
 
 /** What a third-party anchor stands for. */
 interface TrustedCa {
   caId: string;
   externalIdClaim: ExternalIdClaim | null;
+  /** An admin wrote it last: a CA a delegate wrote logs in no admin or permission holder. */
+  adminWritten: boolean;
   resolvedToRoot: boolean;
 }
 
@@ -106,7 +108,7 @@ export class CertificateTrust implements Cache {
     for (const ca of items) {
       if (ca.isVerified !== true || ca.isAuthEnabled !== true) continue;
       const [cert] = parsePemCertificates(ca.certPem);
-      if (cert) anchors.push({ cert, tag: { caId: ca.id, externalIdClaim: ca.externalIdClaim ?? null, resolvedToRoot: isSelfSigned(cert) } });
+      if (cert) anchors.push({ cert, tag: { caId: ca.id, externalIdClaim: ca.externalIdClaim ?? null, adminWritten: ca.adminWritten !== false, resolvedToRoot: isSelfSigned(cert) } });
     }
     return anchors;
   }

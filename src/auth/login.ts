@@ -19,6 +19,7 @@ import { isDisabledAt, type IdentityDirectory, type IdentityState } from './iden
 import { authPolicyRules, clearWrongPasswords, countWrongPassword } from './lockout.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import type { FailureThrottle } from './throttle.js';
+import { isPrivileged } from './permissions.js';
 import type { Mfa } from './mfa.js';
 import type { CertificateTrust } from './cert-trust.js';
 import { readExternalId } from './external-id.js';
@@ -274,6 +275,12 @@ async function byCertificate(core: LoginDeps, req: PrimaryCredentials): Promise<
   }
   if (identityId === undefined) throw invalidAuth('the client certificate belongs to no identity');
   const identity = await usableIdentity(core, identityId);
+  // Whoever holds a CA's key makes certificates naming any external id: through a CA a delegate
+  // wrote, no way into the accounts a delegate may not touch, whenever they became such. (A
+  // certificate found by its fingerprint proves the key of the identity's own authenticator.)
+  if (origin.kind === 'ca' && reading.kind === 'found' && !origin.adminWritten && isPrivileged(identity)) {
+    throw invalidAuth(`the CA ${origin.caId} was last written by a caller who is not an admin: it logs in no admin or identity holding permissions until an admin saves it`);
+  }
   const rules = await rulesOf(core, identity);
   if (!rules.primary.cert.allowed) throw invalidAuth('the auth policy does not allow certificate logins');
   const now = core.clock();
@@ -340,6 +347,10 @@ async function byExternalJwt(core: LoginDeps, req: PrimaryCredentials): Promise<
   const identity = owner && (await core.identities.get(String(owner.id)));
   if (!identity) throw refuse(`no identity has the ${byExternalId ? 'external id' : 'id'} the claim ${signer.claimsProperty ?? 'sub'} names`, signer);
   if (core.identities.isDisabled(identity)) throw refuse('the identity is disabled', signer);
+  // Whoever holds a signer's key signs its JWTs: as for a CA (byCertificate).
+  if (signer.adminWritten === false && isPrivileged(identity)) {
+    throw refuse('the signer was last written by a caller who is not an admin: it logs in no admin or identity holding permissions until an admin saves it', signer);
+  }
   // The rules from memory (they follow the change feed): this login has no password hash to hide behind.
   const rules = await core.authPolicyRules.get(identity.authPolicyId);
   if (!rules.primary.extJwt.allowed) throw refuse('the auth policy does not allow external JWT logins', signer);

@@ -19,3 +19,11 @@ export function allows(caller: Permitted, group: string | null, action: Action):
   if (group === null) return false;
   return granted.has(group) || granted.has(`${group}.${action}`);
 }
+
+/**
+ * An identity only an admin may manage: an admin, or one that holds permissions. A CA or external
+ * JWT signer a caller without admin rights wrote last logs none of them in (domain/delegates.ts).
+ */
+export function isPrivileged(identity: { isAdmin?: unknown; permissions?: unknown }): boolean {
+  return identity.isAdmin === true || (Array.isArray(identity.permissions) && identity.permissions.length > 0);
+}

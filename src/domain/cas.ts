@@ -63,6 +63,7 @@ export function caBehaviour(networkCaPems: readonly string[] = []): ResourceBeha
       }
       checkExternalIdClaim(next.externalIdClaim);
       await assertMayWriteCa(ctx, prev, next);
+      next.adminWritten = !byDelegate(ctx);
     },
     async afterWrite(ctx, next, prev) {
       if (!prev) await adoptIssuedAuthenticators(ctx, next);
@@ -201,7 +202,7 @@ export async function verifyCa(resources: Resources, id: string, body: string, a
     if (!caCert || !validAt(caCert, now) || !validAt(cert, now) || !signedBy(cert, caCert)) {
       throw new ApiError('CERT_FAILED_VALIDATION', 'the certificate is not signed by the CA, or it or the CA is not valid now');
     }
-    await ctx.update('cas', id, { isVerified: true, updatedAt: ctx.now });
+    await ctx.update('cas', id, { isVerified: true, adminWritten: !byDelegate(ctx), updatedAt: ctx.now });
   }, actor);
 }
 

@@ -2,7 +2,9 @@
 // identity that holds permissions, their credentials and what their access depends on. Every domain
 // module that writes such records asks here, and so do the reads of enrollment secrets.
 import { ApiError } from '../errors.js';
-import { allows, type Permitted } from '../auth/permissions.js';
+import { allows, isPrivileged, type Permitted } from '../auth/permissions.js';
+
+export { isPrivileged };
 import type { EntityOf } from '../resources/index.js';
 import type { WriteContext } from './resources.js';
 
@@ -20,11 +22,6 @@ export function adminOnly(what = 'change an admin, an identity that holds permis
 /** Whether the write is by a caller who is not an admin (the controller's own writes have none). */
 export function byDelegate(ctx: WriteContext): boolean {
   return ctx.actor !== undefined && !ctx.actor.isAdmin;
-}
-
-/** An identity only an admin may manage: an admin, or one that holds permissions. */
-export function isPrivileged(identity: { isAdmin?: unknown; permissions?: unknown }): boolean {
-  return identity.isAdmin === true || (Array.isArray(identity.permissions) && identity.permissions.length > 0);
 }
 
 /**

@@ -389,6 +389,13 @@ export interface EnrollmentsOptions {
   clock: Clock;
 }
 
+/** Gives an enrollment a new token and JWT lasting until `expiresAt`, in the caller's write: the old token is dead. */
+export async function reissueIn(ctx: WriteContext, tokens: EnrollmentTokens, e: Enrollment, expiresAt: string): Promise<void> {
+  const ctrls = await controllerUrls(ctx.tx, tokens.issuer);
+  const values = { ...tokens.issue({ ...e, expiresAt }, ctx.now, ctrls), expiresAt, updatedAt: ctx.now };
+  await ctx.update('enrollments', e.id, values, e.identityId);
+}
+
 /** The enrollment operations of both APIs. */
 export class Enrollments {
   private issuer: Promise<Issuer> | undefined;
@@ -403,10 +410,7 @@ export class Enrollments {
       await assertMayManageCredentials(ctx, e.identityId);
       const until = Date.parse(expiresAt);
       if (!(until > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', expiresAt);
-      const renewed = { ...e, expiresAt: iso(until) };
-      const ctrls = await controllerUrls(ctx.tx, this.opts.tokens.issuer);
-      const values = { ...this.opts.tokens.issue(renewed, ctx.now, ctrls), expiresAt: renewed.expiresAt, updatedAt: ctx.now };
-      await ctx.update('enrollments', id, values, e.identityId);
+      await reissueIn(ctx, this.opts.tokens, e, iso(until));
     }, actor);
   }
 

@@ -53,6 +53,7 @@ export function externalJwtSignerBehaviour(policy: JwksFetchPolicy): ResourceBeh
   return {
     async validate(ctx, next, prev) {
       await assertMayWriteSigner(ctx, next.id);
+      next.adminWritten = !byDelegate(ctx);
       if (next.jwksEndpoint === '') next.jwksEndpoint = null;
       if (next.externalAuthUrl === '') next.externalAuthUrl = null;
       certificateFields(next);

@@ -13,7 +13,7 @@ import type { Change } from '../kernel/changes.js';
 import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
 import type { EntityOf } from '../resources/index.js';
-import { createIdentityEnrollments, pendingEnrollments, type EnrollmentTokens } from './enrollments.js';
+import { createIdentityEnrollments, pendingEnrollments, reissueIn, type EnrollmentTokens } from './enrollments.js';
 import { assertMayManage, assertMayManageCredentials, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
@@ -156,6 +156,17 @@ export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources
     async afterWrite(ctx, next, prev) {
       // `enrollment` is accepted on create only: the enrollments the identity starts with.
       if (!prev && next.enrollment) await createIdentityEnrollments(ctx, next.id, next.enrollment, tokens.identityDuration);
+      // Made an admin or a permission holder: the tokens of its pending enrollments were readable by
+      // delegates until now (maySeeEnrollmentSecrets), and one of them enrolling would hold its
+      // credential. They are issued anew, seen from now on by admins only.
+      if (prev && !isPrivileged(prev) && isPrivileged(next)) {
+        const repo = ctx.resources.get('enrollments').repo;
+        const pending = await ctx.tx.selectFrom(repo.table).selectAll().where('identity_id', '=', next.id).execute();
+        for (const row of pending) {
+          const e = repo.fromRow(row);
+          await reissueIn(ctx, tokens, e, e.expiresAt);
+        }
+      }
     },
     async beforeDelete(ctx, prev) {
       await assertMayManage(ctx, prev.id);

@@ -50,6 +50,11 @@ export const cas = defineResource({
     certPem: field.string('the PEM certificate of the CA', { required: 'create', createOnly: true, minLength: 1, maxLength: MAX_CERT_PEM, filterable: false }),
     fingerprint: field.string('SHA-1 fingerprint of the CA certificate', { readOnly: true, required: 'always', unique: true, maxLength: MAX_NAME }),
     isVerified: field.boolean('its key was shown to sign a certificate naming the verification token', { readOnly: true, default: false }),
+    adminWritten: field.boolean('an admin wrote it last: one written by a caller without admin rights logs in no admin or permission holder', {
+      readOnly: true,
+      writeOnly: true,
+      default: true,
+    }),
     verificationToken: field.string('the common name the verification certificate must carry', { readOnly: true, required: 'always', maxLength: 64 }),
     isAuthEnabled: field.boolean('certificates it issued may log in once it is verified', { required: 'always' }),
     isAutoCaEnrollmentEnabled: field.boolean('certificates it issued may enroll new identities', { required: 'always' }),

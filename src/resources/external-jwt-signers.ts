@@ -51,6 +51,11 @@ export const externalJwtSigners = defineResource({
       maxLength: MAX_NAME,
       default: '',
     }),
+    adminWritten: field.boolean('an admin wrote it last: one written by a caller without admin rights logs in no admin or permission holder', {
+      readOnly: true,
+      writeOnly: true,
+      default: true,
+    }),
     commonName: field.string('the common name of certPem', { readOnly: true, nullable: true, maxLength: MAX_STRING }),
     fingerprint: field.string('SHA-1 fingerprint of certPem', { readOnly: true, nullable: true, unique: true, maxLength: MAX_NAME }),
     notBefore: field.datetime('the start of the validity of certPem', { readOnly: true, nullable: true }),

@@ -19,6 +19,7 @@ import { m0017AuditEvents } from './0017-audit-events.js';
 import { m0018SpentEnrollmentTokens } from './0018-spent-enrollment-tokens.js';
 import { m0019TransitRouterEnrollment } from './0019-transit-router-enrollment.js';
 import { m0020RouterConfigs } from './0020-router-configs.js';
+import { m0021AdminWritten } from './0021-admin-written.js';
 
 export const migrations: readonly StoreMigration[] = [
   m0001Base,
@@ -40,4 +41,5 @@ export const migrations: readonly StoreMigration[] = [
   m0018SpentEnrollmentTokens,
   m0019TransitRouterEnrollment,
   m0020RouterConfigs,
+  m0021AdminWritten,
 ];
