@@ -1,6 +1,8 @@
 // Composition root: createApp(config) opens the store, migrates it, loads or creates the PKI,
 // registers the resources and builds one TLS server per bind point. Nothing is a module singleton.
+import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
+import type { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { systemClock, type Clock } from '../clock.js';
@@ -117,7 +119,15 @@ export interface App {
   listen(): Promise<string[]>;
   /** Closes the listeners, then the store. */
   close(): Promise<void>;
+  /**
+   * Reissues the server certificate when a start would (within 30 days of its end, or no longer
+   * fitting) and has the listeners present it; listen() runs this twice a day.
+   */
+  renewServerCertificate(): Promise<void>;
 }
+
+/** How often a running controller looks at its server certificate's end. */
+const SERVER_CERTIFICATE_CHECK_MS = 12 * 60 * 60 * 1000;
 
 /** The advertised address of the first bind point serving the Client API (or of any, without one). */
 function clientApiAddress(config: Config): string {
@@ -178,14 +188,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     const hosts = config.web.flatMap((l) => l.bindPoints.map((b) => parseHostPort(b.address, { allowPortZero: true }).host));
     const pkiDir = join(dataDir, 'pki');
-    const pki = await inDataDir(dataDir, 'set up the PKI in', pkiDir, () =>
-      ensurePki({
-        dir: pkiDir,
-        hosts,
-        now: () => new Date(clock()),
-        log: (msg) => log.info(msg),
-      }),
-    );
+    const pkiOptions = { dir: pkiDir, hosts, now: () => new Date(clock()) };
+    const pki = await inDataDir(dataDir, 'set up the PKI in', pkiDir, () => ensurePki({ ...pkiOptions, log: (msg) => log.info(msg) }));
 
     const audit = new AuditTrail(store, clock, config.audit);
     const kernel = new Kernel({
@@ -341,10 +345,30 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
     // The bound sockets not yet handed to their servers: closed by close() if listen() never ran.
     const unserved = new Set(bound.values());
+    // A controller may run for longer than its server certificate lasts: the check a start makes is
+    // made again while it runs, and a new certificate is handed to the listeners in place, so
+    // connections open now keep theirs and the next handshakes get the new one.
+    const renewServerCertificate = async (): Promise<void> => {
+      // The same reading of the PKI directory as at start; what it says is routine twice a day.
+      const current = await ensurePki({ ...pkiOptions, log: (msg) => log.debug(msg) });
+      if (current.serverCertPem === pki.serverCertPem) return;
+      Object.assign(pki, current);
+      // Each listener is a TLS server (listeners.ts), which Fastify's default type does not say.
+      for (const s of servers) (s.app.server as unknown as TlsServer).setSecureContext({ key: pki.serverKeyPem, cert: pki.serverChainPem });
+      await resources.write((ctx) => registerController(ctx, { name: self, address: self, certPem: pki.serverCertPem, apiAddresses }));
+      log.info({ expires: new X509Certificate(pki.serverCertPem).validTo }, 'PKI: issued a new server certificate to the running listeners');
+    };
+    let renewalTimer: NodeJS.Timeout | undefined;
     return {
       core,
       servers,
+      renewServerCertificate,
       async listen() {
+        renewalTimer = setInterval(() => {
+          renewServerCertificate().catch((err: unknown) =>
+            log.error({ err }, 'PKI: could not renew the server certificate; a restart reports why and tries again'),
+          );
+        }, SERVER_CERTIFICATE_CHECK_MS).unref();
         sessions.start();
         auditRetention.start();
         client.enforcer.start();
@@ -361,6 +385,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         return urls;
       },
       async close() {
+        clearInterval(renewalTimer);
         readiness.stop();
         await Promise.all(servers.map((s) => s.app.close()));
         await closeAll([...unserved]);
