@@ -441,3 +441,26 @@ module.exports = class extends Database {
     }
   });
 });
+
+describe('a write the disk refuses', () => {
+  it('fails with the error that stopped it, which SQLite rolled back itself, not with the rollback after it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-schema-'));
+    const file = new Store(openSqlite(join(dir, 'overlay.db')));
+    try {
+      await sql`create table filler (v text)`.execute(file.db);
+      // A store that may not grow: what a full file system does to it.
+      await sql`pragma max_page_count = 20`.execute(file.db);
+      const write = file.transaction(async (tx) => {
+        for (let i = 0; i < 100; i++) await sql`insert into filler values (${'x'.repeat(4000)})`.execute(tx);
+      });
+      await expect(write).rejects.toMatchObject({ code: 'SQLITE_FULL' });
+      // The store goes on: a write that fits commits.
+      await file.transaction((tx) => sql`insert into filler values ('small')`.execute(tx));
+      const { rows } = await sql<{ n: number }>`select count(*) as n from filler`.execute(file.db);
+      expect(rows[0]!.n).toBe(1);
+    } finally {
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

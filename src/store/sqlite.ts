@@ -66,6 +66,9 @@ export function withStatementCache<S>(database: { prepare(sqlText: string): S; c
   };
 }
 
+/** What a statement with nothing to do answers, in the shape the query builder's driver reads. */
+const NO_OP_STATEMENT = { reader: false, run: () => ({ changes: 0, lastInsertRowid: 0 }) } as unknown as Database.Statement;
+
 /** Pages a backup step copies (1 MiB of 4 KiB pages): a few milliseconds of the event loop each. */
 const PAGES_PER_STEP = 256;
 
@@ -145,7 +148,14 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
           await flush(walFd);
           checkpointer?.committed();
         });
-  const connection = withStatementCache(database);
+  const cached = withStatementCache(database);
+  const connection = {
+    ...cached,
+    // SQLite rolls a transaction back itself on some failures (a full disk, an I/O error); the query
+    // builder's ROLLBACK after it then fails with "no transaction is active" and that error, not the
+    // one that said why, would reach the caller and the log.
+    prepare: (sqlText: string) => (sqlText === 'rollback' && !database.inTransaction ? NO_OP_STATEMENT : cached.prepare(sqlText)),
+  };
   const db = new Kysely({ dialect: new SqliteDialect({ database: connection }) });
   let closing: Promise<void> | undefined;
   /** The write transaction open now, if any: its statements run straight on the connection. */
