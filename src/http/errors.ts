@@ -84,6 +84,27 @@ function echo(value: unknown): unknown {
   return undefined;
 }
 
+/**
+ * SQLite's refusals that come from the disk under the store, not from the request: nothing was
+ * written, and the operator (told by the error log line) has to act before a retry can succeed.
+ */
+function storeFailure(code: string | undefined): string | undefined {
+  if (code === undefined || !code.startsWith('SQLITE_')) return undefined;
+  const base = code.split('_').slice(0, 2).join('_');
+  switch (base) {
+    case 'SQLITE_FULL':
+      return 'the store cannot be written: its file system is full; nothing was written';
+    case 'SQLITE_READONLY':
+      return 'the store cannot be written: it is read-only; nothing was written';
+    case 'SQLITE_IOERR':
+      return 'the store reported an I/O error; nothing was written';
+    case 'SQLITE_CORRUPT':
+      return 'the store is damaged; nothing was written';
+    default:
+      return undefined;
+  }
+}
+
 /** Maps anything thrown while handling a request to an ApiError. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
@@ -91,6 +112,8 @@ export function toApiError(err: unknown): ApiError {
   if (Array.isArray(e.validation)) return validationError(e.validation, e.validationContext);
   const mapped = (e.code && FASTIFY_CODES[e.code]) ?? undefined;
   if (mapped) return new ApiError(mapped, e.message ?? mapped);
+  const store = storeFailure(e.code);
+  if (store) return new ApiError('SERVICE_UNAVAILABLE', store);
   const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
   if (status >= 400 && status < 500) {
     return new ApiError(STATUS_CODES[status] ?? 'COULD_NOT_VALIDATE', e.message ?? 'the request is invalid');
