@@ -10,7 +10,7 @@
 import { Value } from '@sinclair/typebox/value';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_OPERATIONS, MAX_NAME, MAX_STRING, type FieldDef, type Operation, type ResourceDef } from '../src/resources/kit.js';
+import { ALL_OPERATIONS, MAX_NAME, MAX_STRING, permissionFor, type FieldDef, type Operation, type ResourceDef } from '../src/resources/kit.js';
 import { PERMISSIONS } from '../src/resources/permissions.js';
 import { relationFilterFields } from '../src/resources/relations.js';
 import { client, Network } from './fixtures/network.js';
@@ -463,12 +463,14 @@ function holdersFor(def: ResourceDef): Holder[] {
     { label: 'admin_readonly', permissions: ['admin_readonly'], allows: read },
   ];
   if (group !== null) {
+    // The group's own actions, less the writes a definition keeps for admins (writePermission null).
+    const granted = (['read', 'create', 'update', 'delete'] as const).filter((action) => permissionFor(def, action) === group);
     for (const action of ['read', 'create', 'update', 'delete'] as const) {
       if (PERMISSIONS.includes(`${group}.${action}`)) {
-        holders.push({ label: `${group}.${action}`, permissions: [`${group}.${action}`], allows: new Set([action]) });
+        holders.push({ label: `${group}.${action}`, permissions: [`${group}.${action}`], allows: new Set(granted.includes(action) ? [action] : []) });
       }
     }
-    holders.push({ label: group, permissions: [group], allows: new Set(['read', 'create', 'update', 'delete'] as const) });
+    holders.push({ label: group, permissions: [group], allows: new Set(granted) });
   }
   return holders;
 }

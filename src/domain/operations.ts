@@ -134,11 +134,10 @@ export function builtInControllerSettings(web: readonly ListenerConfig[]): Contr
   return { oidc: { redirectUris: uris, postLogoutUris: [...uris] } };
 }
 
-/** Redirect and post-logout URIs are absolute http(s) URL patterns, `*` allowed only as the port; only admins write them. */
+/** Redirect and post-logout URIs are absolute http(s) URL patterns, `*` allowed only as the port. */
 export function controllerSettingBehaviour(): ResourceBehaviour<typeof controllerSettings> {
   return {
-    async validate(ctx, next) {
-      assertMayWriteSetting(ctx);
+    async validate(_ctx, next) {
       const oidc = next.oidc;
       if (!isObject(oidc)) return;
       for (const key of OIDC_URI_LISTS) {
@@ -153,20 +152,7 @@ export function controllerSettingBehaviour(): ResourceBehaviour<typeof controlle
         }
       }
     },
-    async beforeDelete(ctx) {
-      assertMayWriteSetting(ctx);
-    },
   };
-}
-
-/**
- * Only an admin writes controller settings (ops still reads them): their redirect URIs are where the
- * OIDC provider sends every login's authorization code, an admin's included, so a delegate adding its
- * own would receive the code of an admin who follows its authorization link; deleting one breaks the
- * logins of the clients that use it.
- */
-function assertMayWriteSetting(ctx: WriteContext): void {
-  if (byDelegate(ctx)) throw adminOnly('write controller settings: their OIDC redirect URIs receive the logins of admins');
 }
 
 /** The built-in layer of the effective settings: the values, and when they were taken from the configuration. */

@@ -9,6 +9,7 @@ import {
   LinksSchema,
   pascalCase,
   patchSchema,
+  permissionFor,
   schemaNames,
   updateSchema,
   type FilterSpec,
@@ -127,7 +128,7 @@ export function registerResourceRoutes(
   const read = service.read;
   const tags = [def.name];
   const common = (op: Operation) => ({
-    config: { auth: routeAuth(def.permission, ACTION[op]) },
+    config: { auth: routeAuth(permissionFor(def, ACTION[op]), ACTION[op]) },
   });
 
   if (ops.has('list')) {

@@ -75,6 +75,8 @@ export interface ResourceDef<Name extends string = string> {
   readFrom?: string;
   /** Permission group of the interface document, or null for records only admins reach. */
   permission: string | null;
+  /** The group whose holders may write, where it is not `permission`'s: null, admins only. */
+  writePermission?: string | null;
   fields: Readonly<Record<string, FieldDef>>;
   /** Records the controller creates itself carry isSystem and refuse update and delete. */
   system?: boolean;
@@ -623,4 +625,9 @@ export function tableSpec(def: ResourceDef, tableOf: (collection: string) => str
     if (f.ref) references.push({ column, table: tableOf(f.ref.collection) });
   }
   return { table: def.table, columns, unique, references };
+}
+
+/** The permission group a route doing `action` to the definition's records asks for (null: admins only). */
+export function permissionFor(def: Pick<ResourceDef, 'permission' | 'writePermission'>, action: 'read' | 'create' | 'update' | 'delete'): string | null {
+  return action === 'read' || def.writePermission === undefined ? def.permission : def.writePermission;
 }

@@ -28,6 +28,9 @@ export const controllerSettings = defineResource({
   label: 'controller setting',
   table: 'controller_settings',
   permission: 'ops',
+  // Their OIDC redirect URIs are where every login's code goes, an admin's included: a delegate
+  // adding its own would receive the code of an admin who follows its authorization link.
+  writePermission: null,
   idFrom: 'controllerId',
   fields: {
     controllerId: field.string('the controller it applies to, or "global"', {
