@@ -69,6 +69,17 @@ describe('SecretBox', () => {
     expect(box.digest('ABC234', 'mfa-1')).toBe('sVxAIk9TZfTqH563SVHLZ5Vd9gNYmFkmccH0r1MCh4A');
   });
 
+  it('checks its key by a digest that is the same for the same key only, and is not the key', () => {
+    const key = Buffer.alloc(32, 7);
+    const check = new SecretBox(key).keyCheck();
+    expect(check).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(new SecretBox(Buffer.from(key)).keyCheck()).toBe(check);
+    expect(new SecretBox(Buffer.alloc(32, 8)).keyCheck()).not.toBe(check);
+    // Kept in stores: it must not change with a release.
+    expect(check).toBe(new SecretBox(key).digest('the key that sealed this store', 'controller-state:secrets-key-check'));
+    for (const form of ['base64', 'base64url', 'hex'] as const) expect(check).not.toContain(key.toString(form).slice(0, 16));
+  });
+
   it('seals and opens an empty text (a value of IV and tag only)', () => {
     const box = new SecretBox(Buffer.alloc(32, 7));
     const sealed = box.seal('', 'mfa-1');

@@ -79,6 +79,15 @@ export class SecretBox {
     return Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString('utf8');
   }
 
+  /**
+   * What the store keeps to recognise this key (controller_state): the keyed digest of a fixed text.
+   * Equal for the same key, different for any other, and, as an HMAC under a 256-bit key, no help
+   * in finding the key.
+   */
+  keyCheck(): string {
+    return this.digest('the key that sealed this store', 'controller-state:secrets-key-check');
+  }
+
   /** A keyed digest of `value` in `context`: equal inputs give equal digests, nothing else does. */
   digest(value: string, context: string): string {
     return createHmac('sha256', this.digestKey).update(context).update('\0').update(value).digest('base64url');

@@ -104,7 +104,7 @@ export class EnrollmentTokens {
    * JWT sealed to this enrollment.
    */
   issue(e: Pick<Enrollment, 'id' | 'identityId' | 'method' | 'expiresAt'>, now: string, ctrls: string[]): IssuedToken {
-    return this.issueSealed({ sub: e.identityId, em: e.method, expiresAt: e.expiresAt }, sealContext(e.id), now, ctrls);
+    return this.issueSealed({ sub: e.identityId, em: e.method, expiresAt: e.expiresAt }, enrollmentSealContext(e.id), now, ctrls);
   }
 
   /**
@@ -132,7 +132,7 @@ export class EnrollmentTokens {
 
   /** The JWT of an enrollment, unsealed; it carries the token as `jti`. */
   jwtOf(e: Pick<Enrollment, 'id' | 'sealedJwt'>): string {
-    return this.opts.box.open(e.sealedJwt, sealContext(e.id));
+    return this.opts.box.open(e.sealedJwt, enrollmentSealContext(e.id));
   }
 
   /** The one-time token of an enrollment: the `jti` of its JWT. */
@@ -165,7 +165,8 @@ export class EnrollmentTokens {
   }
 }
 
-function sealContext(id: string): string {
+/** What the JWT of enrollment `id` is sealed to (its record). */
+export function enrollmentSealContext(id: string): string {
   return `enrollment:${id}`;
 }
 

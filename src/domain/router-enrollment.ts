@@ -64,7 +64,8 @@ export interface RouterCsrs {
   client: { pem: string | undefined; field: string };
 }
 
-function sealContext(routerId: string): string {
+/** What the enrollment JWT of router `routerId`, edge or transit, is sealed to (its record). */
+export function routerSealContext(routerId: string): string {
   return `edge-router-enrollment:${routerId}`;
 }
 
@@ -85,7 +86,7 @@ export async function newRouterEnrollment(
 ): Promise<Partial<EdgeRouter>> {
   const expiresAt = iso(Date.parse(ctx.now) + tokens.routerDuration);
   const ctrls = await controllerUrls(ctx.tx, tokens.issuer);
-  const issued = tokens.issueSealed({ sub: routerId, em: method, expiresAt }, sealContext(routerId), ctx.now, ctrls);
+  const issued = tokens.issueSealed({ sub: routerId, em: method, expiresAt }, routerSealContext(routerId), ctx.now, ctrls);
   return {
     enrollmentTokenHash: issued.tokenHash,
     enrollmentSealedJwt: issued.sealedJwt,
@@ -108,7 +109,7 @@ export function routerEnrollmentReadFields<D extends typeof edgeRouters | typeof
       for (const [i, entity] of entities.entries()) {
         const e = entity as { id: string; enrollmentSealedJwt?: string | null };
         const sealed = e.enrollmentSealedJwt ?? null;
-        const jwt = sealed === null || !secrets ? null : tokens.openSealed(sealed, sealContext(e.id));
+        const jwt = sealed === null || !secrets ? null : tokens.openSealed(sealed, routerSealContext(e.id));
         answers[i]!.enrollmentJwt = jwt;
         answers[i]!.enrollmentToken = jwt === null ? null : tokenInJwt(jwt, `router ${e.id}`);
       }
