@@ -2,20 +2,36 @@
 // a stale one taken over), nothing in the data directory created or changed before every interface is
 // bound, data-directory errors that name the path and what to do, the generated admin password file
 // removed once that password is changed, and admin credentials given to an existing store reported
-// as ignored.
+// as ignored; a store refused beside another secrets key than the one that sealed it, and the
+// operator's way out of a lost one.
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import { pino, type Logger } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from '../src/app/app.js';
 import { LOCK_FILE } from '../src/app/data-dir-lock.js';
 import { DataDirError } from '../src/app/data-dir.js';
 import { loadConfig } from '../src/config/index.js';
-import { ADMIN_ENV, ADMIN_PASSWORD, authenticate, call, json, login, MGMT, overTls, startTestController, tempDir } from './helpers.js';
+import {
+  ADMIN_ENV,
+  ADMIN_PASSWORD,
+  authenticate,
+  authenticatorApp,
+  call,
+  CLIENT,
+  createIdentityWithPassword,
+  json,
+  login,
+  MGMT,
+  overTls,
+  startTestController,
+  tempDir,
+} from './helpers.js';
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -317,5 +333,141 @@ describe('the generated admin password', () => {
     expect(lines.some((l) => l.msg.startsWith('the store already has its default admin'))).toBe(false);
     expect(lines.find((l) => l.msg === 'created the default admin with the password given')).toMatchObject({ level: 30, username: ADMIN_ENV.OVERLAY_ADMIN_USERNAME });
     expect(JSON.stringify(lines)).not.toContain(ADMIN_ENV.OVERLAY_ADMIN_PASSWORD);
+  });
+});
+
+describe('the secrets key belongs to its store', () => {
+  const MFA = `${CLIENT}/current-identity/mfa`;
+  // Later starts give no admin credentials: the store has its admin, and would warn that they were ignored.
+  const FORGET_ENV = { OVERLAY_FORGET_SEALED_SECRETS: 'true' };
+  /** What a start must leave as it was: every entry but the folder itself (whose times the lock moves). */
+  const untouched = (dataDir: string) => listing(dataDir).filter((entry) => !entry.startsWith('. '));
+
+  /**
+   * A data directory whose store holds something sealed under its key: alice's confirmed TOTP
+   * enrollment, bob's pending enrollment, and the outstanding enrollments of an edge and a transit router.
+   */
+  async function sealedStore(): Promise<{ dataDir: string; aliceId: string; edgeRouterId: string; transitRouterId: string }> {
+    const dataDir = join(scratch(), 'data');
+    const t = await startTestController({ env: ADMIN_ENV, dataDir, memoryStore: false });
+    try {
+      const admin = await login(t, ADMIN_ENV.OVERLAY_ADMIN_USERNAME!, ADMIN_PASSWORD);
+      const { id: aliceId } = await createIdentityWithPassword(t, admin, { name: 'alice', username: 'alice', password: 'alice-password-1' });
+      const alice = await login(t, 'alice', 'alice-password-1', CLIENT);
+      const started = await call(t, 'POST', MFA, { token: alice, body: {} });
+      const codeAt = authenticatorApp(json(started).data.provisioningUrl);
+      expect((await call(t, 'POST', `${MFA}/verify`, { token: alice, body: { code: codeAt(t.clock()) } })).statusCode).toBe(200);
+      const bob = await call(t, 'POST', `${MGMT}/identities`, { token: admin, body: { name: 'bob', type: 'User', isAdmin: false, enrollment: { ott: true } } });
+      expect(bob.statusCode, bob.body).toBe(201);
+      const edgeRouter = await call(t, 'POST', `${MGMT}/edge-routers`, { token: admin, body: { name: 'edge-1' } });
+      const transitRouter = await call(t, 'POST', `${MGMT}/transit-routers`, { token: admin, body: { name: 'transit-1' } });
+      expect([edgeRouter.statusCode, transitRouter.statusCode]).toEqual([201, 201]);
+      return { dataDir, aliceId, edgeRouterId: json(edgeRouter).data.id, transitRouterId: json(transitRouter).data.id };
+    } finally {
+      await t.app.close();
+    }
+  }
+
+  it('a start beside another secrets.key, or none, is refused with the directory as it was; with the kept key it starts', async () => {
+    const { dataDir, aliceId } = await sealedStore();
+    const keyFile = join(dataDir, 'secrets.key');
+    const kept = readFileSync(keyFile);
+
+    // The store restored without its key, beside a key made for another store.
+    writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    const before = untouched(dataDir);
+    const refused = start(dataDir);
+    await expect(refused).rejects.toBeInstanceOf(DataDirError);
+    await expect(refused).rejects.toThrow(
+      `${keyFile} is not the key the store ${join(dataDir, 'overlay.db')} was sealed with (the TOTP secrets of its MFA enrollments, the JWTs of its pending enrollments): ` +
+        'restore the secrets.key kept with this store; if it is lost, start once with --forget-sealed-secrets (OVERLAY_FORGET_SEALED_SECRETS=true), ' +
+        'which removes every MFA enrollment and pending enrollment (identities then enroll again)',
+    );
+    expect(untouched(dataDir)).toEqual(before);
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+
+    // No key at all: refused without making one, so that restoring the kept key is all it takes.
+    rmSync(keyFile);
+    await expect(start(dataDir)).rejects.toThrow(`${keyFile} is missing: it holds the key the store ${join(dataDir, 'overlay.db')} was sealed with`);
+    expect(existsSync(keyFile)).toBe(false);
+
+    // The kept key back: everything is there; the option, with the right key, changes nothing.
+    writeFileSync(keyFile, kept, { mode: 0o600 });
+    const { log, lines } = capturingLog();
+    const t = await startTestController({ env: FORGET_ENV, dataDir, memoryStore: false, log });
+    cleanups.push(() => t.app.close());
+    expect(lines).toContainEqual(expect.objectContaining({ level: 30, msg: "secrets.key opens the store's secrets: --forget-sealed-secrets changed nothing" }));
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+    const admin = await login(t, ADMIN_ENV.OVERLAY_ADMIN_USERNAME!, ADMIN_PASSWORD);
+    const identities = await call(t, 'GET', `${MGMT}/identities`, { token: admin });
+    expect(identities.statusCode, identities.body).toBe(200);
+    expect(json(identities).data.find((i: { id: string }) => i.id === aliceId).isMfaEnabled).toBe(true);
+    expect(json(await call(t, 'GET', `${MGMT}/enrollments`, { token: admin })).data).toHaveLength(1);
+  });
+
+  it('--forget-sealed-secrets starts beside another key, removing what the lost key sealed, and the new key is the store\'s from then on', async () => {
+    const { dataDir, aliceId, edgeRouterId, transitRouterId } = await sealedStore();
+    const keyFile = join(dataDir, 'secrets.key');
+    writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+
+    const { log, lines } = capturingLog();
+    const t = await startTestController({ env: FORGET_ENV, dataDir, memoryStore: false, log });
+    const warned = lines.find((l) => l.msg.startsWith('the store was sealed under another secrets.key'));
+    expect(warned).toMatchObject({ level: 40, path: keyFile, mfaEnrollments: 1, identityEnrollments: 1, edgeRouterEnrollments: 1, transitRouterEnrollments: 1 });
+    try {
+      const admin = await login(t, ADMIN_ENV.OVERLAY_ADMIN_USERNAME!, ADMIN_PASSWORD);
+      const identities = await call(t, 'GET', `${MGMT}/identities`, { token: admin });
+      expect(identities.statusCode, identities.body).toBe(200);
+      expect(json(identities).data.find((i: { id: string }) => i.id === aliceId).isMfaEnabled).toBe(false);
+      // Alice logs in with her password alone, and may enroll her MFA again.
+      const session = await authenticate(t, 'alice', 'alice-password-1', { api: CLIENT });
+      expect(session.statusCode, session.body).toBe(200);
+      expect(json(session).data).toMatchObject({ isMfaRequired: false, authQueries: [] });
+      expect((await call(t, 'POST', MFA, { token: json(session).data.token, body: {} })).statusCode).toBe(201);
+      expect(json(await call(t, 'GET', `${MGMT}/enrollments`, { token: admin })).data).toEqual([]);
+      for (const url of [`${MGMT}/edge-routers/${edgeRouterId}`, `${MGMT}/transit-routers/${transitRouterId}`]) {
+        const router = await call(t, 'GET', url, { token: admin });
+        expect(router.statusCode, router.body).toBe(200);
+        expect(json(router).data).toMatchObject({ isVerified: false, enrollmentJwt: null, enrollmentToken: null });
+      }
+      // The edge router gets a new enrollment, sealed under the present key.
+      expect((await call(t, 'POST', `${MGMT}/edge-routers/${edgeRouterId}/re-enroll`, { token: admin })).statusCode).toBe(200);
+      expect(json(await call(t, 'GET', `${MGMT}/edge-routers/${edgeRouterId}`, { token: admin })).data.enrollmentJwt).toEqual(expect.any(String));
+    } finally {
+      await t.app.close();
+    }
+
+    // A normal start with the key now kept: no refusal, nothing removed.
+    const next = capturingLog();
+    const again = await startTestController({ env: {}, dataDir, memoryStore: false, log: next.log });
+    cleanups.push(() => again.app.close());
+    expect(next.lines.filter((l) => l.level >= 40)).toEqual([]);
+    const admin = await login(again, ADMIN_ENV.OVERLAY_ADMIN_USERNAME!, ADMIN_PASSWORD);
+    expect(json(await call(again, 'GET', `${MGMT}/edge-routers/${edgeRouterId}`, { token: admin })).data.enrollmentJwt).toEqual(expect.any(String));
+  });
+
+  it('a store from before the check adopts the key that opens its secrets, and refuses one that does not', async () => {
+    const { dataDir } = await sealedStore();
+    const keyFile = join(dataDir, 'secrets.key');
+    const kept = readFileSync(keyFile);
+    const forgetCheck = () => {
+      const db = new Database(join(dataDir, 'overlay.db'));
+      try {
+        return db.prepare("DELETE FROM controller_state WHERE key = 'secrets-key-check'").run().changes;
+      } finally {
+        db.close();
+      }
+    };
+    expect(forgetCheck()).toBe(1);
+    writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    await expect(start(dataDir)).rejects.toThrow(`${keyFile} is not the key the store`);
+
+    writeFileSync(keyFile, kept, { mode: 0o600 });
+    const t = await startTestController({ env: {}, dataDir, memoryStore: false });
+    await t.app.close();
+    // Adopted: the check is recorded, and another key is refused from now on.
+    writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    await expect(start(dataDir)).rejects.toThrow(`${keyFile} is not the key the store`);
+    expect(forgetCheck()).toBe(1);
   });
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
-import { systemClock, type Clock } from '../clock.js';
+import { iso, systemClock, type Clock } from '../clock.js';
 import { parseHostPort, formatHostPort, type BindPoint, type Config, type ListenerConfig } from '../config/index.js';
 import { ensurePki } from '../pki/index.js';
 import { removeStaleTempFiles } from '../pki/files.js';
@@ -47,7 +47,7 @@ import { createDataDirectory, inDataDir, secureDataDirectory } from './data-dir.
 import { acquireDataDirLock, checkDataDirLock, LOCK_FILE, type DataDirLock } from './data-dir-lock.js';
 import { ADMIN_PASSWORD_FILE, followAdminPasswordFile } from './admin-password-file.js';
 import { Mfa } from '../auth/mfa.js';
-import { SecretBox } from '../auth/secret-box.js';
+import { openSecretsKey } from './secrets-key.js';
 import { createLogger, RequestScope } from '../core/logger.js';
 import { Metrics } from '../core/metrics.js';
 import { Readiness } from '../core/readiness.js';
@@ -184,6 +184,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       if (applied.length > 0) log.info({ migrations: applied }, 'store migrated');
       return opened;
     });
+    // Before anything else is written: a store beside another key than the one that sealed it is
+    // refused here, the data directory as it was (but for pending migrations of the store).
+    const secrets = await openSecretsKey({
+      dataDir,
+      storePath,
+      store,
+      forget: config.forgetSealedSecrets,
+      now: () => iso(clock()),
+      log,
+    });
     const readiness = new Readiness(store, allMigrations.map((m) => m.name));
 
     const hosts = config.web.flatMap((l) => l.bindPoints.map((b) => parseHostPort(b.address, { allowPortZero: true }).host));
@@ -223,7 +233,6 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         fetchJwks: (url) => fetchJwks(url, config.edge.externalJwtSigners),
       }),
     );
-    const secrets = await inDataDir(dataDir, 'open the secrets key', join(dataDir, 'secrets.key'), () => SecretBox.open(dataDir));
     // Enrollment JWTs are signed with the OIDC keys, opened below; read only once requests are served.
     const enrollmentTokens = new EnrollmentTokens({
       box: secrets,

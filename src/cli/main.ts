@@ -89,6 +89,12 @@ export function program(): Command {
         .choices(['json', 'pretty'])
         .env('OVERLAY_LOG_FORMAT'),
     )
+    .addOption(
+      new Option(
+        '--forget-sealed-secrets',
+        'when secrets.key is not the key the store was sealed with (lost): start anyway, removing every MFA enrollment and pending enrollment sealed under the old key',
+      ).env('OVERLAY_FORGET_SEALED_SECRETS'),
+    )
     // The configuration reads the environment itself, and names the variable in its errors.
     .action(async (opts: ConfigFlags, command: Command) => runController(givenOnCommandLine(opts, command)));
   return root;

@@ -102,6 +102,7 @@ describe('defaults', () => {
       ],
       audit: { enabled: true, maxAge: 90 * 24 * H, maxEvents: 1_000_000 },
       writes: { maxQueued: 1_000 },
+      forgetSealedSecrets: false,
       warnings: [],
     } satisfies Config);
   });
@@ -157,6 +158,15 @@ describe('logs and metrics', () => {
     expect(load(undefined, {}, { OVERLAY_LOG_REQUESTS: 'false' }).log.requests).toBe(false);
     expect(loadError(undefined, {}, { OVERLAY_LOG_REQUESTS: 'no' }).key).toBe('OVERLAY_LOG_REQUESTS');
     expect(loadError('log: { requests: "yes" }\n').key).toBe('log.requests');
+  });
+
+  it('forgets sealed secrets only when a flag or OVERLAY_FORGET_SEALED_SECRETS asks, never from the file', () => {
+    expect(load().forgetSealedSecrets).toBe(false);
+    expect(load(undefined, { forgetSealedSecrets: true }).forgetSealedSecrets).toBe(true);
+    expect(load(undefined, {}, { OVERLAY_FORGET_SEALED_SECRETS: 'true' }).forgetSealedSecrets).toBe(true);
+    expect(load(undefined, {}, { OVERLAY_FORGET_SEALED_SECRETS: 'false' }).forgetSealedSecrets).toBe(false);
+    expect(loadError(undefined, {}, { OVERLAY_FORGET_SEALED_SECRETS: 'yes' }).key).toBe('OVERLAY_FORGET_SEALED_SECRETS');
+    expect(loadError('forgetSealedSecrets: true\n').key).toBe('forgetSealedSecrets');
   });
 
   it('/metrics goes where the metrics binding is listed, and only there', () => {

@@ -99,6 +99,11 @@ export interface Config {
   audit: { enabled: boolean; maxAge: number; maxEvents: number };
   /** Writes of requests waiting at most; beyond, a write is refused with 429 and Retry-After. */
   writes: { maxQueued: number };
+  /**
+   * Start even though secrets.key is not the key the store was sealed with, removing what that key
+   * sealed (--forget-sealed-secrets / OVERLAY_FORGET_SEALED_SECRETS): the way out of a lost key.
+   */
+  forgetSealedSecrets: boolean;
   /** Adjustments the loader made, for the caller to log. */
   warnings: string[];
 }
@@ -109,6 +114,7 @@ export interface ConfigFlags {
   config?: string;
   logLevel?: string;
   logFormat?: string;
+  forgetSealedSecrets?: boolean;
 }
 
 export class ConfigError extends Error {
@@ -203,6 +209,14 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
       ? oneOf(env.OVERLAY_LOG_REQUESTS, 'OVERLAY_LOG_REQUESTS', ['true', 'false']) === 'true'
       : fileLogRequests;
 
+  // A flag or variable of one start, never a key of the file: a standing setting would remove the MFA
+  // enrollments again, unasked, the next time the key does not match.
+  const forgetSealedSecrets =
+    flags.forgetSealedSecrets === true ||
+    (env.OVERLAY_FORGET_SEALED_SECRETS !== undefined &&
+      env.OVERLAY_FORGET_SEALED_SECRETS !== '' &&
+      oneOf(env.OVERLAY_FORGET_SEALED_SECRETS, 'OVERLAY_FORGET_SEALED_SECRETS', ['true', 'false']) === 'true');
+
   const admin = mapping(top.admin, 'admin', ['username', 'password']);
   const adminText = (name: 'username' | 'password', envName: string, limits: TextLimits): string | undefined => {
     const fileKey = `admin.${name}`;
@@ -228,6 +242,7 @@ export function loadConfig(flags: ConfigFlags, env: NodeJS.ProcessEnv, cwd: stri
     web,
     audit: readAudit(top.audit),
     writes: readWrites(top.writes),
+    forgetSealedSecrets,
     warnings,
   };
 }
