@@ -1,7 +1,7 @@
 // The operator's probes: /health and /ready on every listener without a credential, /ready's 503
 // with Retry-After for each reason, and /metrics (Prometheus text) beside the Management API or on
 // its own listener, with the series the README names.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
@@ -109,6 +109,27 @@ describe('/health and /ready', () => {
       await sql`alter table kysely_migration_away rename to kysely_migration`.execute(db);
     }
     expect((await t.inject({ method: 'GET', url: '/ready' })).statusCode).toBe(200);
+  });
+
+  it('/ready is 503 while the store file is removed or replaced under the running controller', async () => {
+    // Seen from outside: with overlay.db deleted, writes were still answered 201 and /ready said
+    // ready; the next start made an empty store.
+    const other = await startTestController({ env: ADMIN_ENV, memoryStore: false });
+    try {
+      const file = join(other.dataDir, 'overlay.db');
+      const ready = async () => other.inject({ method: 'GET', url: '/ready' });
+      renameSync(file, `${file}.moved`);
+      const removed = await ready();
+      expect(removed.statusCode).toBe(503);
+      expect(json(removed).reason).toMatch(/^the store file .*overlay\.db was removed while the controller runs/);
+      copyFileSync(`${file}.moved`, file);
+      expect(json(await ready()).reason).toMatch(/was replaced while the controller runs/);
+      rmSync(file);
+      renameSync(`${file}.moved`, file);
+      expect((await ready()).statusCode).toBe(200);
+    } finally {
+      await other.close();
+    }
   });
 
   it('/ready is 503 once the controller is shutting down', async () => {

@@ -1,6 +1,7 @@
-// Whether this controller should get traffic: its store answers, every migration it knows is
-// applied, and it is not shutting down. Asked by GET /ready (a load balancer's probe, every few
-// seconds), so it costs one small indexed read; a shutdown turns it off before the listeners close.
+// Whether this controller should get traffic: its store answers from the file it opened, every
+// migration it knows is applied, and it is not shutting down. Asked by GET /ready (a load balancer's
+// probe, every few seconds), so it costs a stat and one small indexed read; a shutdown turns it off
+// before the listeners close.
 import type { Store } from '../store/store.js';
 
 /** Kysely's record of applied migrations. */
@@ -22,6 +23,8 @@ export class Readiness {
   /** Why the controller is not ready, or undefined when it is. */
   async problem(): Promise<string | undefined> {
     if (this.stopping) return 'shutting down';
+    const file = this.store.dialect.fileProblem();
+    if (file) return file;
     let applied: Set<string>;
     try {
       const rows = await this.store.db.selectFrom(MIGRATION_TABLE).select('name').execute();

@@ -66,6 +66,11 @@ export interface Dialect {
    */
   durable(): Promise<void>;
   /**
+   * Why the store's file is no longer the one it writes to (removed or replaced while it runs: its
+   * writes would be lost at the next start), or undefined.
+   */
+  fileProblem(): string | undefined;
+  /**
    * Counts a write transaction in, before it begins: at once (undefined), or once the store lets
    * writes go on again (SQLite holds them for a moment so that its WAL can start over). Each is
    * counted out by endWrite when it has ended.

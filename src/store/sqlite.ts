@@ -9,7 +9,7 @@
 // commits, which makes the same guarantee as synchronous = FULL for every commit it covers. Commits
 // made while a flush runs share the next one.
 import Database from 'better-sqlite3';
-import { closeSync, fchmodSync, fdatasync, openSync } from 'node:fs';
+import { closeSync, fchmodSync, fdatasync, openSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Kysely, SqliteDialect, sql, type CompiledQuery, type QueryResult } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
@@ -139,6 +139,8 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
   registerFlavorFunctions(database);
   // The WAL exists once WAL mode is on; opened to flush it (never written through this descriptor).
   const walFd = inMemory ? undefined : openSync(`${path}-wal`, 'a', FILE_MODE);
+  // The file opened: one removed or put in its place later is not where the writes go.
+  const opened = inMemory ? undefined : statSync(path);
   const checkpointer = inMemory ? undefined : startCheckpointer(database, path, options.checkpointer);
   const flush = options.flush ?? flushToDisk;
   const durable =
@@ -241,6 +243,18 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
     execute: async <R>(ex: Executor, query: CompiledQuery) =>
       (ex === writing || (ex === db && !database.inTransaction) ? run(query) : await ex.executeQuery(query)) as QueryResult<R>,
     durable,
+    fileProblem() {
+      if (!opened) return undefined;
+      let now;
+      try {
+        now = statSync(path);
+      } catch {
+        return `the store file ${path} was removed while the controller runs: its writes are lost at the next start`;
+      }
+      return now.ino !== opened.ino || now.dev !== opened.dev
+        ? `the store file ${path} was replaced while the controller runs: it writes to the one it opened`
+        : undefined;
+    },
     beginWrite: () => checkpointer?.beginWrite(),
     endWrite: () => checkpointer?.endWrite(),
     reader() {
