@@ -11,7 +11,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, fchmodSync, fdatasync, openSync, statSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { Kysely, SqliteDialect, sql, type CompiledQuery, type QueryResult } from 'kysely';
+import { Kysely, SqliteAdapter, SqliteDialect, sql, type CompiledQuery, type QueryResult } from 'kysely';
 import type { ColumnType } from '../resources/kit.js';
 import type { ColumnInfo, Dialect, Executor, Tx } from './dialect.js';
 import { registerFlavorFunctions, sqliteFlavor } from './sqlite-flavor.js';
@@ -24,6 +24,25 @@ const DDL: Record<ColumnType, string> = {
   boolean: 'integer',
   json: 'text',
 };
+
+/**
+ * SQLite's DDL is transactional, but the query builder's SQLite adapter says otherwise, so its
+ * migrator ran each statement as a commit of its own: a start killed (or refused by a full disk)
+ * within a migration left it done in part and unrecorded, and every later start failed on its
+ * first statement. Said as it is, the pending migrations of a start and their records commit
+ * together, or none of them does and the store stays as the previous version left it.
+ */
+class TransactionalDdlAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class TransactionalDdlDialect extends SqliteDialect {
+  override createAdapter(): SqliteAdapter {
+    return new TransactionalDdlAdapter();
+  }
+}
 
 /** Statements kept at most; queries with inline lists make many distinct texts, so the cache is bounded. */
 const STATEMENT_CACHE_SIZE = 512;
@@ -158,7 +177,7 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Dialect {
     // one that said why, would reach the caller and the log.
     prepare: (sqlText: string) => (sqlText === 'rollback' && !database.inTransaction ? NO_OP_STATEMENT : cached.prepare(sqlText)),
   };
-  const db = new Kysely({ dialect: new SqliteDialect({ database: connection }) });
+  const db = new Kysely({ dialect: new TransactionalDdlDialect({ database: connection }) });
   let closing: Promise<void> | undefined;
   /** The write transaction open now, if any: its statements run straight on the connection. */
   let writing: Tx | undefined;
