@@ -1,7 +1,7 @@
 // The server certificate lasts a year. A start reissues it within 30 days of its end, and so must a
 // controller that keeps running: one started 40 days before the end would otherwise present an
 // expired certificate to every client until someone restarts it.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
@@ -52,5 +52,23 @@ describe('server certificate renewal while running', () => {
     const onDisk = new X509Certificate(readFileSync(join(t.dataDir, 'pki', 'server.cert.pem')));
     expect(onDisk.fingerprint256).toBe(renewed.fingerprint256);
     expect(new X509Certificate(t.app.core.pki.serverCertPem).fingerprint256).toBe(renewed.fingerprint256);
+  });
+});
+
+describe('server certificate renewal with the PKI directory gone', () => {
+  it('never makes a new PKI for a running controller: its CAs stay, and the disk is left for a start to judge', async () => {
+    t = await startTestController({ env: ADMIN_ENV });
+    const [url] = await t.app.listen();
+    const port = Number(new URL(url!).port);
+    const { rootCertPem, signingCertPem } = t.app.core.pki;
+    const first = await presented(port);
+    const pkiDir = join(t.dataDir, 'pki');
+    rmSync(pkiDir, { recursive: true, force: true });
+
+    await expect(t.app.renewServerCertificate()).rejects.toThrow(/pki/);
+    expect(t.app.core.pki.rootCertPem).toBe(rootCertPem);
+    expect(t.app.core.pki.signingCertPem).toBe(signingCertPem);
+    expect((await presented(port)).fingerprint256).toBe(first.fingerprint256);
+    expect(existsSync(join(pkiDir, 'root-ca.cert.pem'))).toBe(false);
   });
 });

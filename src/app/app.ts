@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { iso, systemClock, type Clock } from '../clock.js';
 import { parseHostPort, formatHostPort, type BindPoint, type Config, type ListenerConfig } from '../config/index.js';
-import { ensurePki } from '../pki/index.js';
+import { ensurePki, renewServerCertificate as renewPkiServerCertificate } from '../pki/index.js';
 import { removeStaleTempFiles } from '../pki/files.js';
 import { openSqlite } from '../store/sqlite.js';
 import { Store, type StoreMigration } from '../store/store.js';
@@ -358,9 +358,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // made again while it runs, and a new certificate is handed to the listeners in place, so
     // connections open now keep theirs and the next handshakes get the new one.
     const renewServerCertificate = async (): Promise<void> => {
-      // The same reading of the PKI directory as at start; what it says is routine twice a day.
-      const current = await ensurePki({ ...pkiOptions, log: (msg) => log.debug(msg) });
-      if (current.serverCertPem === pki.serverCertPem) return;
+      // The server certificate alone, under the CAs this controller runs with (never a new PKI).
+      const current = await renewPkiServerCertificate({ ...pkiOptions, log: (msg) => log.info(msg) }, pki);
+      if (!current) return;
       Object.assign(pki, current);
       // Each listener is a TLS server (listeners.ts), which Fastify's default type does not say.
       for (const s of servers) (s.app.server as unknown as TlsServer).setSecureContext({ key: pki.serverKeyPem, cert: pki.serverChainPem });

@@ -173,6 +173,32 @@ export async function ensurePki(opts: EnsurePkiOptions): Promise<Pki> {
   });
 }
 
+/**
+ * The server certificate of a running controller, judged as a start judges it and reissued under the
+ * running signing CA when it must be; undefined when the one on disk is the running one and will do.
+ * Unlike ensurePki it never creates a PKI or reads the CAs again: a PKI directory emptied or replaced
+ * under a running controller would otherwise give it a new root CA in memory (every enrolled identity
+ * and router trusting the old one) and on disk for the next start. What the directory holds then is
+ * for a start to judge; here the write fails and the running certificate stays.
+ */
+export async function renewServerCertificate(opts: EnsurePkiOptions, running: Pki): Promise<Pki | undefined> {
+  const now = (opts.now ?? (() => new Date()))();
+  const log = opts.log ?? (() => {});
+  const names = serverNames(opts.hosts);
+  const path = (file: PkiFile): string => join(opts.dir, PKI_FILES[file]);
+  const [root, signing] = [running.rootCertPem, running.signingCertPem].map((pem) => parsePemCertificates(pem)[0]!);
+  const server = await loadServer(path('serverCert'), path('serverKey'), signing!, names, now);
+  if (!('reason' in server)) {
+    if (toPem('CERTIFICATE', server.cert.raw) === running.serverCertPem) return undefined;
+    log(`PKI: reusing server certificate ${path('serverCert')} (${describeServer(server.cert)})`);
+    return assemble({ root: root!, signing: signing!, signingKeyPem: running.signingKeyPem, server: server.cert, serverKeyPem: server.keyPem, trustDomain: running.trustDomain });
+  }
+  const issued = await createServerCertificate(names, { cert: signing!, key: await importSigningKey(running.signingKeyPem) }, now);
+  await writeServer(opts.dir, issued);
+  log(`PKI: issued a new server certificate (${describeServer(issued.cert)}) because ${server.reason}`);
+  return assemble({ root: root!, signing: signing!, signingKeyPem: running.signingKeyPem, server: issued.cert, serverKeyPem: issued.keyPem, trustDomain: running.trustDomain });
+}
+
 const CA_RECOVERY_HINT =
   'CA files are never regenerated automatically, as that would invalidate every certificate issued ' +
   'under them: restore them from a backup, or move the whole directory away to create a new PKI.';
