@@ -470,4 +470,21 @@ describe('the secrets key belongs to its store', () => {
     await expect(start(dataDir)).rejects.toThrow(`${keyFile} is not the key the store`);
     expect(forgetCheck()).toBe(1);
   });
+
+  it('a store that holds nothing sealed takes the key it finds, none or another, without the option', async () => {
+    const dataDir = join(scratch(), 'data');
+    await (await startTestController({ env: ADMIN_ENV, dataDir, memoryStore: false })).app.close();
+    const keyFile = join(dataDir, 'secrets.key');
+    rmSync(keyFile);
+    await (await startTestController({ env: {}, dataDir, memoryStore: false })).app.close();
+    expect(readFileSync(keyFile, 'utf8').trim()).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    const t = await startTestController({ env: {}, dataDir, memoryStore: false });
+    try {
+      const admin = await login(t, ADMIN_ENV.OVERLAY_ADMIN_USERNAME!, ADMIN_PASSWORD);
+      expect((await call(t, 'GET', `${MGMT}/identities`, { token: admin })).statusCode).toBe(200);
+    } finally {
+      await t.app.close();
+    }
+  });
 });

@@ -122,22 +122,22 @@ function refusal(path: string, storePath: string, what: string): DataDirError {
  * sealed under another key, unless `forget`, which then removes what that key sealed. The key is made
  * when there is none and the store holds nothing sealed; the store records its check at its first
  * start with a key (a store from before the check adopts the key it finds, when that opens its
- * secrets).
+ * secrets), and one holding nothing sealed takes the key it finds.
  */
 export async function openSecretsKey(start: SecretsKeyStart): Promise<SecretBox> {
   const { dataDir, storePath, store, forget, log } = start;
   const path = join(dataDir, SECRET_KEY_FILE);
   const recorded = await secretsKeyCheckOf(store.db, store.dialect);
-  const sample = recorded === undefined ? await someSealedValue(store.db) : undefined;
-  const sealed = recorded !== undefined || sample !== undefined;
+  // A store that holds nothing sealed (any more) loses nothing to another key: it takes the one found.
+  const sample = await someSealedValue(store.db);
   // Without the file and with something sealed, no key made now could open it: refused before the
   // file is made, so that restoring the right one is all it takes.
-  if (sealed && !forget && !(await inDataDir(dataDir, 'read the secrets key', path, () => exists(path)))) {
+  if (sample !== undefined && !forget && !(await inDataDir(dataDir, 'read the secrets key', path, () => exists(path)))) {
     throw refusal(path, storePath, 'is missing: it holds the key');
   }
   const box = await inDataDir(dataDir, 'open the secrets key', path, () => SecretBox.open(dataDir));
   const check = box.keyCheck();
-  const mismatch = recorded !== undefined ? recorded !== check : sample !== undefined && !opens(box, sample);
+  const mismatch = sample !== undefined && (recorded !== undefined ? recorded !== check : !opens(box, sample));
   if (mismatch && !forget) throw refusal(path, storePath, 'is not the key');
 
   const forgotten = await store.transaction(async (tx) => {
