@@ -12,7 +12,8 @@ describe('toApiError', () => {
     expect(full.code).toBe('SERVICE_UNAVAILABLE');
     expect(full.message).toMatch(/file system is full/);
     expect(toApiError(sqliteError('SQLITE_IOERR_WRITE', 'disk I/O error')).message).toMatch(/I\/O error/);
-    expect(toApiError(sqliteError('SQLITE_READONLY_DBMOVED', 'attempt to write a readonly database')).message).toMatch(/read-only/);
+    expect(toApiError(sqliteError('SQLITE_READONLY', 'attempt to write a readonly database')).message).toMatch(/read-only/);
+    expect(toApiError(sqliteError('SQLITE_READONLY_DBMOVED', 'attempt to write a readonly database')).message).toMatch(/moved or removed/);
   });
 
   it('leaves other SQLite errors unexplained: they are the controller\'s own faults', () => {

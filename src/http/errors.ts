@@ -95,7 +95,9 @@ function storeFailure(code: string | undefined): string | undefined {
     case 'SQLITE_FULL':
       return 'the store cannot be written: its file system is full; nothing was written';
     case 'SQLITE_READONLY':
-      return 'the store cannot be written: it is read-only; nothing was written';
+      return code === 'SQLITE_READONLY_DBMOVED'
+        ? 'the store cannot be written: its file was moved or removed while the controller runs; nothing was written'
+        : 'the store cannot be written: it is read-only; nothing was written';
     case 'SQLITE_IOERR':
       return 'the store reported an I/O error; nothing was written';
     case 'SQLITE_CORRUPT':

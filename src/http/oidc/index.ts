@@ -172,7 +172,7 @@ export async function registerOidcApi(server: FastifyInstance, opts: OidcApiOpti
         const query = (request.query ?? {}) as Record<string, unknown>;
         const { configTypes: bodyConfigTypes, ...bodyRest } = typeof body === 'object' && !Array.isArray(body) ? body : {};
         const { configTypes: queryConfigTypes, ...queryRest } = query;
-        // The body's values first, as a form post means them; the query names the request.
+        // The body's values first, as a form post means them (the redirect's query names the request).
         const p = readParams([bodyRest, queryRest], apiBad);
         const id = p.authRequestId ?? p.authRequestID ?? p.id;
         if (id === undefined) throw fieldError('authRequestId', 'is required');
