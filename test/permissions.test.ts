@@ -700,6 +700,32 @@ describe('the MFA of permission holders', () => {
   });
 });
 
+describe('the state of permission holders', () => {
+  // It was possible: a holder of identity disabled another permission holder for good (its session
+  // ended, its logins refused) or deleted it, though it could not take its permissions away.
+  it('a holder of identity deletes, disables and enables plain identities and itself, not another permission holder', async () => {
+    await createIdentityWithPassword(t, admin, { name: 'state-op', username: 'state-op', password: 'state-op-pw', permissions: ['identity'] });
+    const token = await login(t, 'state-op', 'state-op-pw');
+    const holder = await createIdentity(t, admin, { name: 'state-holder', permissions: ['service.read'] });
+    const plain = await createIdentity(t, admin, { name: 'state-plain' });
+    for (const [method, path, body] of [
+      ['POST', 'disable', { durationMinutes: 0 }],
+      ['POST', 'enable', undefined],
+      ['DELETE', '', undefined],
+    ] as const) {
+      const url = (id: string) => `${MGMT}/identities/${id}${path ? `/${path}` : ''}`;
+      const refused = await call(t, method, url(holder), { token, ...(body ? { body } : {}) });
+      expect(refused.statusCode, `${method} ${path}: ${refused.body}`).toBe(401);
+      expect(json(refused).error.code).toBe('UNAUTHORIZED');
+      expect((await call(t, method, url(plain), { token, ...(body ? { body } : {}) })).statusCode, `${method} ${path} of a plain identity`).toBe(200);
+    }
+    const still = json(await call(t, 'GET', `${MGMT}/identities/${holder}`, { token: admin })).data;
+    expect(still).toMatchObject({ disabled: false, permissions: ['service.read'] });
+    // An admin still may.
+    expect((await call(t, 'DELETE', `${MGMT}/identities/${holder}`, { token: admin })).statusCode).toBe(200);
+  });
+});
+
 describe('what a delegate wrote while harmless is no way into privileged accounts later', () => {
   // Attacks that worked: a delegate wrote an external JWT signer, or a CA with an external id claim,
   // while no privileged identity logged in with it (so the write was allowed); an admin later made

@@ -12,7 +12,7 @@ import type { authenticators } from '../resources/authenticators.js';
 import type { Actor, Answer, ResourceBehaviour, Resources, WriteContext } from './resources.js';
 import { singleCertificate } from './certificate-field.js';
 import { policyRules } from './auth-policies.js';
-import { assertMayManageCredentials } from './delegates.js';
+import { assertMayManageAccess } from './delegates.js';
 import { relationOf } from './related.js';
 import { issuingCaOf } from './cas.js';
 import { anotherIsEnrollingAs } from './enrollments.js';
@@ -34,7 +34,7 @@ export async function setPassword(ctx: WriteContext, next: EntityOf<'authenticat
 export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticators> {
   return {
     async validate(ctx, next, prev) {
-      await assertMayManageCredentials(ctx, next.identityId);
+      await assertMayManageAccess(ctx, next.identityId);
       if (next.method === 'updb') {
         if (next.certPem !== null && next.certPem !== undefined) throw fieldError('certPem', 'is only for method cert');
         if (typeof next.username !== 'string') throw fieldError('username', 'is required for method updb');
@@ -74,7 +74,7 @@ export function authenticatorBehaviour(): ResourceBehaviour<typeof authenticator
       delete next.password;
     },
     async beforeDelete(ctx, prev) {
-      await assertMayManageCredentials(ctx, prev.identityId);
+      await assertMayManageAccess(ctx, prev.identityId);
     },
   };
 }

@@ -14,7 +14,7 @@ import { fingerprintOfCertificate, parsePemCertificates } from '../pki/index.js'
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import type { ClientCertificateSigner } from './client-certificates.js';
-import { assertMayManageCredentials } from './delegates.js';
+import { assertMayManageAccess } from './delegates.js';
 import type { Actor, Resources, WriteContext } from './resources.js';
 
 type Authenticator = EntityOf<'authenticators'>;
@@ -76,7 +76,7 @@ export class CertificateExtension {
     await this.resources.write(async (ctx) => {
       const a = await read(ctx.tx, this.resources, id);
       if (!a) throw notFound('authenticator', id);
-      await assertMayManageCredentials(ctx, a.identityId);
+      await assertMayManageAccess(ctx, a.identityId);
       if (a.method !== 'cert') throw new ApiError('FORBIDDEN', 'only certificate authenticators can be flagged for extension');
       const values = { isExtendRequested: true, isKeyRollRequested: rollKeys, extendRequestedAt: ctx.now, updatedAt: ctx.now };
       await ctx.update('authenticators', a.id, values, a.identityId);

@@ -55,10 +55,11 @@ export async function assertMayManage(ctx: WriteContext, identityId: string): Pr
 }
 
 /**
- * Refuses a delegate's change of the credentials (authenticators, enrollments) of a privileged
- * identity: one that holds permissions too, since its credentials would lend them to the delegate.
+ * Refuses a delegate's change of how a privileged identity (one that holds permissions too) gets in:
+ * its credentials (authenticators, enrollments, MFA), which would lend its rights to the delegate,
+ * and its state (deleted, disabled, enabled), which would lock it out or let in one an admin locked out.
  */
-export async function assertMayManageCredentials(ctx: WriteContext, identityId: string): Promise<void> {
+export async function assertMayManageAccess(ctx: WriteContext, identityId: string): Promise<void> {
   // Its own credentials lend a caller nothing it does not hold.
   if (!byDelegate(ctx) || ctx.actor!.id === identityId) return;
   const target = await ctx.resources.get('identities').repo.get(ctx.tx, identityId);
@@ -74,7 +75,7 @@ export async function assertMayManageCredentials(ctx: WriteContext, identityId: 
 export function maySeeEnrollmentSecrets(reader: (Permitted & { id?: string }) | undefined, target: { id: string; isAdmin?: unknown; permissions?: unknown }): boolean {
   if (!reader) return false;
   if (reader.isAdmin) return true;
-  // Its own enrollments, which it may make (assertMayManageCredentials), lend it nothing it lacks.
+  // Its own enrollments, which it may make (assertMayManageAccess), lend it nothing it lacks.
   if (isPrivileged(target) && reader.id !== target.id) return false;
   return (['enrollment', 'identity'] as const).some((group) => allows(reader, group, 'create') || allows(reader, group, 'update'));
 }

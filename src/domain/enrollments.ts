@@ -34,7 +34,7 @@ import type { enrollments } from '../resources/enrollments.js';
 import type { EntityOf } from '../resources/index.js';
 import type { Executor } from '../store/store.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
-import { assertMayManageCredentials, maySeeEnrollmentSecrets } from './delegates.js';
+import { assertMayManageAccess, maySeeEnrollmentSecrets } from './delegates.js';
 import { spendToken, unknownToken } from './spent-tokens.js';
 import { readCsr } from './client-certificates.js';
 import { formatIdentityName, issuingCa, uniqueIdentityName, type PresentedCertificates } from './ca-enrollments.js';
@@ -204,7 +204,7 @@ export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resourc
   return {
     async validate(ctx, next, prev) {
       if (prev) return;
-      await assertMayManageCredentials(ctx, next.identityId);
+      await assertMayManageAccess(ctx, next.identityId);
       const expiresAt = Date.parse(next.expiresAt);
       if (!(expiresAt > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', next.expiresAt);
       next.expiresAt = iso(expiresAt);
@@ -230,7 +230,7 @@ export function enrollmentBehaviour(tokens: EnrollmentTokens, resources: Resourc
       Object.assign(next, tokens.issue(next, ctx.now, await controllerUrls(ctx.tx, tokens.issuer)));
     },
     async beforeDelete(ctx, prev) {
-      await assertMayManageCredentials(ctx, prev.identityId);
+      await assertMayManageAccess(ctx, prev.identityId);
     },
     computed: [
       computed<typeof enrollments>(
@@ -408,7 +408,7 @@ export class Enrollments {
     await this.opts.resources.write(async (ctx) => {
       const e = await ctx.resources.get('enrollments').repo.get(ctx.tx, id);
       if (!e) throw notFound('enrollment', id);
-      await assertMayManageCredentials(ctx, e.identityId);
+      await assertMayManageAccess(ctx, e.identityId);
       const until = Date.parse(expiresAt);
       if (!(until > Date.parse(ctx.now))) throw fieldError('expiresAt', 'must be in the future', expiresAt);
       await reissueIn(ctx, this.opts.tokens, e, iso(until));
@@ -631,7 +631,7 @@ export class Enrollments {
       const authenticators = ctx.resources.get('authenticators');
       const a = await authenticators.repo.get(ctx.tx, authenticatorId);
       if (!a) throw notFound('authenticator', authenticatorId);
-      await assertMayManageCredentials(ctx, a.identityId);
+      await assertMayManageAccess(ctx, a.identityId);
       await authenticators.deleteIn(ctx, a.id);
       const method = a.method === 'updb' ? 'updb' : a.caId !== null && a.caId !== undefined ? 'ottca' : 'ott';
       const enrollments = ctx.resources.get('enrollments');

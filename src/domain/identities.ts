@@ -14,7 +14,7 @@ import { entityRef, EntityRefSchema } from '../resources/kit.js';
 import { identities } from '../resources/identities.js';
 import type { EntityOf } from '../resources/index.js';
 import { createIdentityEnrollments, pendingEnrollments, reissueIn, type EnrollmentTokens } from './enrollments.js';
-import { assertMayManage, assertMayManageCredentials, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
+import { assertMayManage, assertMayManageAccess, isPrivileged, maySeeEnrollmentSecrets } from './delegates.js';
 import { computed, type Actor, type ResourceBehaviour, type Resources, type WriteContext } from './resources.js';
 
 /** What an identity's `enrollment` reads as: its pending enrollments, by method. */
@@ -169,7 +169,7 @@ export function identityBehaviour(tokens: EnrollmentTokens, resources: Resources
       }
     },
     async beforeDelete(ctx, prev) {
-      await assertMayManage(ctx, prev.id);
+      await assertMayManageAccess(ctx, prev.id);
       if (prev.isDefaultAdmin === true) {
         throw new ApiError('ENTITY_CAN_NOT_BE_DELETED', 'the default admin cannot be deleted');
       }
@@ -187,14 +187,14 @@ export async function disableIdentity(
   actor?: Actor,
 ): Promise<void> {
   await resources.write(async (ctx) => {
-    await assertMayManage(ctx, id);
+    await assertMayManageAccess(ctx, id);
     if (!(await markDisabled(ctx, id, clock(), minutes))) throw notFound('identity', id);
   }, actor);
 }
 
 export async function enableIdentity(resources: Resources, id: string, actor?: Actor): Promise<void> {
   await resources.write(async (ctx) => {
-    await assertMayManage(ctx, id);
+    await assertMayManageAccess(ctx, id);
     const values = { disabled: false, disabledAt: null, disabledUntil: null, updatedAt: ctx.now };
     if (!(await ctx.update('identities', id, values))) throw notFound('identity', id);
     await resetWrongPasswords(ctx, id);
@@ -210,7 +210,7 @@ export async function removeIdentityMfa(resources: Resources, id: string, actor?
   await resources.write(async (ctx) => {
     const identity = await ctx.tx.selectFrom('identities').select('id').where('id', '=', id).executeTakeFirst();
     if (!identity) throw notFound('identity', id);
-    await assertMayManageCredentials(ctx, id);
+    await assertMayManageAccess(ctx, id);
     const mfa = await ctx.tx.selectFrom('mfas').select('id').where('identity_id', '=', id).executeTakeFirst();
     if (!mfa) throw new ApiError('NOT_FOUND', 'the identity has no MFA enrollment');
     await ctx.remove('mfas', String(mfa.id), id);
