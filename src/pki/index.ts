@@ -144,33 +144,29 @@ export async function ensurePki(opts: EnsurePkiOptions): Promise<Pki> {
   const trustDomain = trustDomainOf(root.cert, path('rootCert'));
   log(`PKI: reusing root CA and signing CA in ${dir} (trust domain ${trustDomain})`);
 
-  const server = await loadServer(path('serverCert'), path('serverKey'), signing.cert, names, now);
-  let serverCert: X509Certificate;
-  let serverKeyPem: string;
-  if ('reason' in server) {
-    const issued = await createServerCertificate(
-      names,
-      { cert: signing.cert, key: await importSigningKey(signing.keyPem) },
-      now,
-    );
-    await writeServer(dir, issued);
-    log(`PKI: issued a new server certificate (${describeServer(issued.cert)}) because ${server.reason}`);
-    serverCert = issued.cert;
-    serverKeyPem = issued.keyPem;
-  } else {
-    log(`PKI: reusing server certificate ${path('serverCert')} (${describeServer(server.cert)})`);
-    serverCert = server.cert;
-    serverKeyPem = server.keyPem;
-  }
+  const server = await currentServer(dir, names, { cert: signing.cert, keyPem: signing.keyPem }, now, log);
+  if (!server.issued) log(`PKI: reusing server certificate ${path('serverCert')} (${describeServer(server.cert)})`);
+  return assemble({ root: root.cert, signing: signing.cert, signingKeyPem: signing.keyPem, server: server.cert, serverKeyPem: server.keyPem, trustDomain });
+}
 
-  return assemble({
-    root: root.cert,
-    signing: signing.cert,
-    signingKeyPem: signing.keyPem,
-    server: serverCert,
-    serverKeyPem,
-    trustDomain,
-  });
+/**
+ * The server certificate of the PKI in `dir` when it still fits (names, signing CA, not within 30 days
+ * of its end), else a new one under `signing`, written there and logged (`issued`): what a start and
+ * a running controller's renewal both judge.
+ */
+async function currentServer(
+  dir: string,
+  names: ServerNames,
+  signing: { cert: X509Certificate; keyPem: string },
+  now: Date,
+  log: (msg: string) => void,
+): Promise<{ cert: X509Certificate; keyPem: string; issued: boolean }> {
+  const server = await loadServer(join(dir, PKI_FILES.serverCert), join(dir, PKI_FILES.serverKey), signing.cert, names, now);
+  if (!('reason' in server)) return { ...server, issued: false };
+  const issued = await createServerCertificate(names, { cert: signing.cert, key: await importSigningKey(signing.keyPem) }, now);
+  await writeServer(dir, issued);
+  log(`PKI: issued a new server certificate (${describeServer(issued.cert)}) because ${server.reason}`);
+  return { cert: issued.cert, keyPem: issued.keyPem, issued: true };
 }
 
 /**
@@ -183,20 +179,10 @@ export async function ensurePki(opts: EnsurePkiOptions): Promise<Pki> {
  */
 export async function renewServerCertificate(opts: EnsurePkiOptions, running: Pki): Promise<Pki | undefined> {
   const now = (opts.now ?? (() => new Date()))();
-  const log = opts.log ?? (() => {});
-  const names = serverNames(opts.hosts);
-  const path = (file: PkiFile): string => join(opts.dir, PKI_FILES[file]);
   const [root, signing] = [running.rootCertPem, running.signingCertPem].map((pem) => parsePemCertificates(pem)[0]!);
-  const server = await loadServer(path('serverCert'), path('serverKey'), signing!, names, now);
-  if (!('reason' in server)) {
-    if (toPem('CERTIFICATE', server.cert.raw) === running.serverCertPem) return undefined;
-    log(`PKI: reusing server certificate ${path('serverCert')} (${describeServer(server.cert)})`);
-    return assemble({ root: root!, signing: signing!, signingKeyPem: running.signingKeyPem, server: server.cert, serverKeyPem: server.keyPem, trustDomain: running.trustDomain });
-  }
-  const issued = await createServerCertificate(names, { cert: signing!, key: await importSigningKey(running.signingKeyPem) }, now);
-  await writeServer(opts.dir, issued);
-  log(`PKI: issued a new server certificate (${describeServer(issued.cert)}) because ${server.reason}`);
-  return assemble({ root: root!, signing: signing!, signingKeyPem: running.signingKeyPem, server: issued.cert, serverKeyPem: issued.keyPem, trustDomain: running.trustDomain });
+  const server = await currentServer(opts.dir, serverNames(opts.hosts), { cert: signing!, keyPem: running.signingKeyPem }, now, opts.log ?? (() => {}));
+  if (toPem('CERTIFICATE', server.cert.raw) === running.serverCertPem) return undefined;
+  return assemble({ root: root!, signing: signing!, signingKeyPem: running.signingKeyPem, server: server.cert, serverKeyPem: server.keyPem, trustDomain: running.trustDomain });
 }
 
 const CA_RECOVERY_HINT =
